@@ -1,0 +1,123 @@
+# btrsim - the only build entry.  `make help` lists the targets.
+#
+# Builds live in build/<mode>/ (release, debug, coverage, afl); `make` leaves
+# the command at ./btrsim as btrfs-progs leaves ./btrfs.
+
+MODE ?= release
+B := build/$(MODE)
+
+CC_release  := cc
+CC_debug    := cc
+CC_coverage := cc
+CC_afl      := afl-clang-fast
+CC := $(CC_$(MODE))
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	-Wno-missing-field-initializers
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -g $(WARN) -I. -MMD -MP
+MODE_CFLAGS_release  := -O2
+MODE_CFLAGS_debug    := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
+	-fno-sanitize-recover=all
+MODE_CFLAGS_coverage := -O0 --coverage
+MODE_CFLAGS_afl      := -O2 -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+MODE_LDFLAGS_debug   := -fsanitize=address,undefined
+MODE_LDFLAGS_coverage := --coverage
+CFLAGS  := $(BASE_CFLAGS) $(MODE_CFLAGS_$(MODE)) $(EXTRA_CFLAGS)
+LDFLAGS := $(MODE_LDFLAGS_$(MODE)) $(EXTRA_LDFLAGS)
+LIBS := -lxxhash -lm
+
+SIM_SRC  := $(wildcard sim/*.c)
+CLI_SRC  := $(wildcard cli/*.c)
+UNIT_SRC := $(wildcard tests/unit/*.c)
+BENCH_SRC := $(wildcard bench/*.c)
+
+obj = $(patsubst %.c,$(B)/%.o,$(1))
+
+SIM_LIB := $(B)/libbtrsim-sim.a
+BTRSIM  := $(B)/btrsim
+UNIT    := $(B)/tests/unit-tests
+BENCH   := $(B)/bench/bench-sim
+
+VERSION := $(shell cat VERSION)
+GIT_ID  := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+
+.PHONY: all build deps test run bench asan coverage clean help FORCE
+.DEFAULT_GOAL := all
+
+# ---- Top-level targets ----------------------------------------------------
+
+all:
+	@$(MAKE) --no-print-directory MODE=release build
+	@cp -f build/release/btrsim ./btrsim
+
+help:
+	@echo "make [all]       build (release) and leave ./btrsim"
+	@echo "make deps        install the Debian packages btrsim needs (idempotent)"
+	@echo "make run         deps, build, run the default demonstration; report in reports/"
+	@echo "make test        deps, build with ASan+UBSan, run the whole test suite"
+	@echo "make asan        the debug build with ASan+UBSan (build/debug/)"
+	@echo "make coverage    gcov build, test suite, lcov HTML in reports/coverage/"
+	@echo "make bench       benchmarks (release build), ratios against memcpy"
+	@echo "make clean       remove build/ and ./btrsim"
+
+deps:
+	@sh mk/deps.sh
+
+build: $(BTRSIM) $(UNIT) $(BENCH)
+
+asan:
+	@$(MAKE) --no-print-directory MODE=debug build
+
+test: deps
+	@$(MAKE) --no-print-directory MODE=debug build
+	@sh tests/run.sh build/debug
+
+SEED ?=
+run: deps all
+	@./btrsim demo $(if $(SEED),--seed $(SEED)) --report reports/demo
+
+bench: deps
+	@$(MAKE) --no-print-directory MODE=release build
+	@build/release/bench/bench-sim
+
+coverage: deps
+	@rm -rf build/coverage/*.info reports/coverage
+	@find build/coverage -name '*.gcda' -delete 2>/dev/null || true
+	@$(MAKE) --no-print-directory MODE=coverage build
+	@sh tests/run.sh build/coverage
+	@sh mk/coverage.sh build/coverage reports/coverage
+
+clean:
+	rm -rf build btrsim
+
+# ---- One mode's build ------------------------------------------------------
+
+$(B)/version.h: FORCE
+	@mkdir -p $(@D)
+	@printf '#define BTRSIM_VERSION "%s"\n#define BTRSIM_BUILD_ID "%s"\n#define BTRSIM_BUILD_MODE "%s"\n' \
+		'$(VERSION)' '$(GIT_ID)' '$(MODE)' > $@.tmp
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv -f $@.tmp $@
+
+$(call obj,$(CLI_SRC)): $(B)/version.h
+$(call obj,$(CLI_SRC)): CFLAGS += -I$(B)
+
+$(B)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(SIM_LIB): $(call obj,$(SIM_SRC))
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BTRSIM): $(call obj,$(CLI_SRC)) $(SIM_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+$(UNIT): $(call obj,$(UNIT_SRC)) $(SIM_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) -lcriterion
+
+$(BENCH): $(call obj,$(BENCH_SRC)) $(SIM_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+-include $(shell find build/$(MODE) -name '*.d' 2>/dev/null)

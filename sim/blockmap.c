@@ -1,0 +1,172 @@
+/* blockmap.c - copy-on-write radix tree of refcounted sector blocks (see blockmap.h). */
+#include "blockmap.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BM_SHIFT 9
+#define BM_FANOUT (1u << BM_SHIFT)
+#define BM_MASK (BM_FANOUT - 1)
+
+struct bm_node {
+	uint32_t refs;
+	void *slot[BM_FANOUT]; /* level 1: blocks; above: nodes */
+};
+
+struct sim_block sim_block_zero_sentinel = { .refs = 1 };
+
+struct sim_block *sim_block_new(const void *src, size_t size)
+{
+	struct sim_block *b = malloc(sizeof(*b) + size);
+	if (!b)
+		return NULL;
+	b->refs = 1;
+	memcpy(b->data, src, size);
+	return b;
+}
+
+void sim_block_put(struct sim_block *b)
+{
+	if (b && b != SIM_BLOCK_ZERO && --b->refs == 0)
+		free(b);
+}
+
+static void node_put(struct bm_node *n, unsigned level)
+{
+	if (!n || --n->refs)
+		return;
+	for (unsigned i = 0; i < BM_FANOUT; i++) {
+		if (!n->slot[i])
+			continue;
+		if (level > 1)
+			node_put(n->slot[i], level - 1);
+		else
+			sim_block_put(n->slot[i]);
+	}
+	free(n);
+}
+
+int bm_init(struct blockmap *bm, uint64_t nslots)
+{
+	unsigned depth = 1;
+	while (depth * BM_SHIFT < 64 && (UINT64_C(1) << (depth * BM_SHIFT)) < nslots)
+		depth++;
+	bm->root = NULL;
+	bm->depth = depth;
+	bm->nslots = nslots;
+	bm->nset = 0;
+	return 0;
+}
+
+void bm_free(struct blockmap *bm)
+{
+	node_put(bm->root, bm->depth);
+	bm->root = NULL;
+	bm->nset = 0;
+}
+
+void bm_reset(struct blockmap *bm)
+{
+	bm_free(bm);
+}
+
+void bm_clone(struct blockmap *dst, const struct blockmap *src)
+{
+	*dst = *src;
+	if (dst->root)
+		dst->root->refs++;
+}
+
+static inline unsigned slot_index(uint64_t idx, unsigned level)
+{
+	return (unsigned)(idx >> (BM_SHIFT * (level - 1))) & BM_MASK;
+}
+
+struct sim_block *bm_get(const struct blockmap *bm, uint64_t idx)
+{
+	const struct bm_node *n = bm->root;
+	for (unsigned level = bm->depth; n; level--) {
+		void *s = n->slot[slot_index(idx, level)];
+		if (level == 1)
+			return s;
+		n = s;
+	}
+	return NULL;
+}
+
+/* A private copy of a shared node: every child gains a reference. */
+static struct bm_node *node_unshare(struct bm_node *n, unsigned level)
+{
+	struct bm_node *c = malloc(sizeof(*c));
+	if (!c)
+		return NULL;
+	memcpy(c->slot, n->slot, sizeof(c->slot));
+	c->refs = 1;
+	for (unsigned i = 0; i < BM_FANOUT; i++) {
+		if (!c->slot[i])
+			continue;
+		if (level > 1)
+			((struct bm_node *)c->slot[i])->refs++;
+		else
+			sim_block_get(c->slot[i]);
+	}
+	n->refs--;
+	return c;
+}
+
+int bm_set(struct blockmap *bm, uint64_t idx, struct sim_block *b)
+{
+	struct bm_node **where = &bm->root;
+	for (unsigned level = bm->depth;; level--) {
+		struct bm_node *n = *where;
+		if (!n) {
+			if (!b)
+				return 0; /* clearing what was never set */
+			n = calloc(1, sizeof(*n));
+			if (!n)
+				return -ENOMEM;
+			n->refs = 1;
+			*where = n;
+		} else if (n->refs > 1) {
+			n = node_unshare(n, level);
+			if (!n)
+				return -ENOMEM;
+			*where = n;
+		}
+		unsigned i = slot_index(idx, level);
+		if (level == 1) {
+			struct sim_block *old = n->slot[i];
+			n->slot[i] = b;
+			bm->nset += (b != NULL) - (old != NULL);
+			sim_block_put(old);
+			return 0;
+		}
+		where = (struct bm_node **)&n->slot[i];
+	}
+}
+
+static uint64_t node_next(const struct bm_node *n, unsigned level, uint64_t base, uint64_t idx)
+{
+	uint64_t span = UINT64_C(1) << (BM_SHIFT * (level - 1));
+	unsigned first = idx > base ? (unsigned)((idx - base) / span) : 0;
+	for (unsigned i = first; i < BM_FANOUT; i++) {
+		if (!n->slot[i])
+			continue;
+		uint64_t child_base = base + i * span;
+		if (level == 1)
+			return child_base;
+		uint64_t r = node_next(n->slot[i], level - 1, child_base, idx);
+		if (r != UINT64_MAX)
+			return r;
+	}
+	return UINT64_MAX;
+}
+
+uint64_t bm_next(const struct blockmap *bm, uint64_t idx)
+{
+	if (!bm->root || idx >= bm->nslots)
+		return UINT64_MAX;
+	uint64_t r = node_next(bm->root, bm->depth, 0, idx);
+	return r < bm->nslots ? r : UINT64_MAX;
+}

@@ -1,0 +1,56 @@
+/*
+ * blockmap.h - a copy-on-write radix tree from sector number to a refcounted,
+ * immutable sector-sized block.  Cloning a map is O(1): both maps share every
+ * node and block and copy a node only when one of them changes it (as
+ * LittleFS's emulated block device and Btrfs's own shadowing do).
+ *
+ * A NULL slot reads as zeros.  SIM_BLOCK_ZERO is a distinct "known zeros"
+ * value, used by caches to hold a discard.
+ */
+#ifndef BTRSIM_SIM_BLOCKMAP_H
+#define BTRSIM_SIM_BLOCKMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct sim_block {
+	uint32_t refs;
+	uint8_t data[];
+};
+
+extern struct sim_block sim_block_zero_sentinel;
+#define SIM_BLOCK_ZERO (&sim_block_zero_sentinel)
+
+/* A new block with one reference, holding `size` bytes copied from src. */
+struct sim_block *sim_block_new(const void *src, size_t size);
+static inline struct sim_block *sim_block_get(struct sim_block *b)
+{
+	if (b && b != SIM_BLOCK_ZERO)
+		b->refs++;
+	return b;
+}
+void sim_block_put(struct sim_block *b);
+
+struct bm_node;
+
+struct blockmap {
+	struct bm_node *root;
+	unsigned depth;    /* levels of nodes; capacity is 2^(BM_SHIFT*depth) */
+	uint64_t nslots;
+	uint64_t nset;     /* slots holding a block (SIM_BLOCK_ZERO included) */
+};
+
+int bm_init(struct blockmap *bm, uint64_t nslots);
+void bm_free(struct blockmap *bm);
+/* Drop every entry, keep the geometry. */
+void bm_reset(struct blockmap *bm);
+/* dst becomes an O(1) copy-on-write clone of src. */
+void bm_clone(struct blockmap *dst, const struct blockmap *src);
+struct sim_block *bm_get(const struct blockmap *bm, uint64_t idx);
+/* Stores b (the map takes over one reference the caller holds; NULL clears).
+ * Returns 0 or -ENOMEM, in which case the caller keeps its reference. */
+int bm_set(struct blockmap *bm, uint64_t idx, struct sim_block *b);
+/* The first set slot at or after idx, or UINT64_MAX. */
+uint64_t bm_next(const struct blockmap *bm, uint64_t idx);
+
+#endif
