@@ -41,13 +41,13 @@ BENCH   := $(B)/bench/bench-sim
 VERSION := $(shell cat VERSION)
 GIT_ID  := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 
-.PHONY: all build deps test run bench asan coverage clean help FORCE
+.PHONY: all cmd build deps test run bench asan coverage clean help FORCE
 .DEFAULT_GOAL := all
 
 # ---- Top-level targets ----------------------------------------------------
 
 all:
-	@$(MAKE) --no-print-directory MODE=release build
+	@$(MAKE) --no-print-directory MODE=release cmd
 	@cp -f build/release/btrsim ./btrsim
 
 help:
@@ -63,6 +63,7 @@ help:
 deps:
 	@sh mk/deps.sh
 
+cmd: $(BTRSIM)
 build: $(BTRSIM) $(UNIT) $(BENCH)
 
 asan:

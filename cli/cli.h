@@ -1,0 +1,35 @@
+/*
+ * cli.h - what the subcommands of the btrsim command share: the command table
+ * entry, usage and failure reporting, and argument parsing.
+ *
+ * Exit codes, as btrfs-progs and fstests expect: 0 success, 1 a failed
+ * operation (one line on stderr saying why), 2 bad usage (usage on stderr).
+ */
+#ifndef BTRSIM_CLI_H
+#define BTRSIM_CLI_H
+
+#include <stdint.h>
+
+struct cli_cmd {
+	const char *name;
+	const char *summary; /* one line, for `btrsim --help` */
+	const char *usage;   /* the whole usage text, for `btrsim help NAME` */
+	int (*run)(int argc, char **argv);
+};
+
+extern const struct cli_cmd cli_cmd_demo;
+
+/* Prints "btrsim NAME: <message>" and the command's usage to stderr; returns 2. */
+int cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Prints "btrsim NAME: <message>" to stderr; returns 1. */
+int cli_fail(const struct cli_cmd *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Prints the usage of cmd to stdout (for --help); returns 0. */
+int cli_help(const struct cli_cmd *cmd);
+
+/* A non-negative integer, decimal or 0x hex, with an optional K, M, G or T
+ * suffix (powers of 1024) when `sizes` is set.  Returns 0 or -1. */
+int cli_parse_u64(const char *s, uint64_t *out, int sizes);
+
+#endif
