@@ -16,11 +16,50 @@ struct bm_node {
 
 struct sim_block sim_block_zero_sentinel = { .refs = 1 };
 
+#define SLAB_BLOCKS 256
+
+struct block_pool {
+	struct sim_block *free; /* linked through the first bytes of data */
+};
+
+/* One pool per sector size; a block freed by another thread joins that one's. */
+static _Thread_local struct block_pool pools[2];
+
+static struct block_pool *pool_for(size_t size)
+{
+	return size == 512 ? &pools[0] : size == 4096 ? &pools[1] : NULL;
+}
+
+static int pool_refill(struct block_pool *p, size_t size)
+{
+	size_t stride = sizeof(struct sim_block) + size;
+	uint8_t *slab = malloc(stride * SLAB_BLOCKS);
+	if (!slab)
+		return -ENOMEM;
+	for (size_t i = 0; i < SLAB_BLOCKS; i++) {
+		struct sim_block *b = (struct sim_block *)(slab + i * stride);
+		b->size = (uint32_t)size;
+		memcpy(b->data, &p->free, sizeof(p->free));
+		p->free = b;
+	}
+	return 0;
+}
+
 struct sim_block *sim_block_new(const void *src, size_t size)
 {
-	struct sim_block *b = malloc(sizeof(*b) + size);
-	if (!b)
-		return NULL;
+	struct block_pool *p = pool_for(size);
+	struct sim_block *b;
+	if (p) {
+		if (!p->free && pool_refill(p, size))
+			return NULL;
+		b = p->free;
+		memcpy(&p->free, b->data, sizeof(p->free));
+	} else {
+		b = malloc(sizeof(*b) + size);
+		if (!b)
+			return NULL;
+		b->size = (uint32_t)size;
+	}
 	b->refs = 1;
 	memcpy(b->data, src, size);
 	return b;
@@ -28,8 +67,15 @@ struct sim_block *sim_block_new(const void *src, size_t size)
 
 void sim_block_put(struct sim_block *b)
 {
-	if (b && b != SIM_BLOCK_ZERO && --b->refs == 0)
+	if (!b || b == SIM_BLOCK_ZERO || --b->refs)
+		return;
+	struct block_pool *p = pool_for(b->size);
+	if (!p) {
 		free(b);
+		return;
+	}
+	memcpy(b->data, &p->free, sizeof(p->free));
+	p->free = b;
 }
 
 static void node_put(struct bm_node *n, unsigned level)

@@ -15,13 +15,19 @@
 
 struct sim_block {
 	uint32_t refs;
+	uint32_t size; /* bytes of data */
+	uint64_t pad;  /* keeps data 16-byte aligned */
 	uint8_t data[];
 };
 
 extern struct sim_block sim_block_zero_sentinel;
 #define SIM_BLOCK_ZERO (&sim_block_zero_sentinel)
 
-/* A new block with one reference, holding `size` bytes copied from src. */
+/* A new block with one reference, holding `size` bytes copied from src.
+ * Blocks of 512 and 4096 bytes come from per-thread pools carved out of large
+ * slabs: a simulator allocates and frees millions of them, and malloc plus
+ * first-touch page faults would otherwise dominate its time.  Pool memory is
+ * kept for reuse, not returned to the system. */
 struct sim_block *sim_block_new(const void *src, size_t size);
 static inline struct sim_block *sim_block_get(struct sim_block *b)
 {
