@@ -216,3 +216,32 @@ uint64_t bm_next(const struct blockmap *bm, uint64_t idx)
 	uint64_t r = node_next(bm->root, bm->depth, 0, idx);
 	return r < bm->nslots ? r : UINT64_MAX;
 }
+
+static int node_foreach_run(const struct bm_node *n, unsigned level, uint64_t base,
+			    bm_run_fn fn, void *ctx)
+{
+	uint64_t span = UINT64_C(1) << (BM_SHIFT * (level - 1));
+	for (unsigned i = 0; i < BM_FANOUT; i++) {
+		if (!n->slot[i])
+			continue;
+		if (level > 1) {
+			int r = node_foreach_run(n->slot[i], level - 1, base + i * span, fn, ctx);
+			if (r)
+				return r;
+			continue;
+		}
+		unsigned j = i;
+		while (j < BM_FANOUT && n->slot[j])
+			j++;
+		int r = fn(ctx, base + i, (struct sim_block *const *)&n->slot[i], j - i);
+		if (r)
+			return r;
+		i = j;
+	}
+	return 0;
+}
+
+int bm_foreach_run(const struct blockmap *bm, bm_run_fn fn, void *ctx)
+{
+	return bm->root ? node_foreach_run(bm->root, bm->depth, 0, fn, ctx) : 0;
+}

@@ -59,4 +59,9 @@ int bm_set(struct blockmap *bm, uint64_t idx, struct sim_block *b);
 /* The first set slot at or after idx, or UINT64_MAX. */
 uint64_t bm_next(const struct blockmap *bm, uint64_t idx);
 
+/* Calls fn for each run of consecutive set slots, in order (a run never crosses
+ * a leaf of 512 slots).  Stops at and returns the first non-zero result. */
+typedef int (*bm_run_fn)(void *ctx, uint64_t first, struct sim_block *const *blk, uint32_t n);
+int bm_foreach_run(const struct blockmap *bm, bm_run_fn fn, void *ctx);
+
 #endif

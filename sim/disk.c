@@ -266,14 +266,28 @@ void disk_free(struct sim_disk *d)
 	d->fd = -1;
 }
 
+struct persist_ctx {
+	sim_volume *vol;
+	struct sim_disk *d;
+};
+
+static int persist_run(void *ctx, uint64_t first, struct sim_block *const *blk, uint32_t n)
+{
+	struct persist_ctx *pc = ctx;
+	return media_store(pc->vol, pc->d, first, n, blk);
+}
+
+/*
+ * The cache holds, for every sector, the newest volatile content (sectors a FUA
+ * write made durable were taken out of it), which is what applying the
+ * volatile writes in submission order would leave: so a flush stores the cache.
+ */
 int disk_persist_all(sim_volume *vol, struct sim_disk *d)
 {
-	for (size_t k = 0; k < d->npend; k++) {
-		int r = media_store(vol, d, d->pend[k].sector, d->pend[k].nsectors,
-				    d->pend_blk[k].blk);
-		if (r)
-			return r;
-	}
+	struct persist_ctx pc = { vol, d };
+	int r = bm_foreach_run(&d->cache, persist_run, &pc);
+	if (r)
+		return r;
 	disk_drop_volatile(d);
 	return 0;
 }

@@ -51,6 +51,13 @@ struct fault_slot {
 	uint32_t fired;
 };
 
+/* Recorded payloads live in chunks that are reused after a log clear, so that
+ * recording costs a copy, not an allocation (and its page faults) per write. */
+struct payload_chunk {
+	size_t cap, used;
+	uint8_t data[];
+};
+
 struct sim_volume {
 	unsigned ndisks;
 	uint64_t seed;
@@ -61,6 +68,8 @@ struct sim_volume {
 	bool recording;
 	struct sim_io *log;
 	size_t nlog, log_cap;
+	struct payload_chunk **chunks;
+	size_t nchunks, chunks_cap, chunk_cur;
 	sim_log_sink sink;
 	void *sink_ctx;
 	struct fault_slot *faults;

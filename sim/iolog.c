@@ -7,6 +7,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define CHUNK_BYTES (UINT64_C(16) << 20)
+
+static uint8_t *payload_alloc(sim_volume *vol, size_t len)
+{
+	for (; vol->chunk_cur < vol->nchunks; vol->chunk_cur++) {
+		struct payload_chunk *c = vol->chunks[vol->chunk_cur];
+		if (c->cap - c->used >= len) {
+			uint8_t *p = c->data + c->used;
+			c->used += (len + 15) & ~(size_t)15;
+			if (c->used > c->cap)
+				c->used = c->cap;
+			return p;
+		}
+	}
+	if (sim_grow(&vol->chunks, &vol->chunks_cap, vol->nchunks + 1, sizeof(*vol->chunks)))
+		return NULL;
+	size_t cap = len > CHUNK_BYTES ? len : CHUNK_BYTES;
+	struct payload_chunk *c = malloc(sizeof(*c) + cap);
+	if (!c)
+		return NULL;
+	c->cap = cap;
+	c->used = 0;
+	vol->chunks[vol->nchunks++] = c;
+	return payload_alloc(vol, len);
+}
+
 int log_append(sim_volume *vol, struct sim_io *io, const void *payload, size_t len)
 {
 	if (sim_grow(&vol->log, &vol->log_cap, vol->nlog + 1, sizeof(*vol->log)))
@@ -14,7 +40,7 @@ int log_append(sim_volume *vol, struct sim_io *io, const void *payload, size_t l
 	io->payload = NULL;
 	if (vol->recording && payload && len && (io->kind == SIM_IO_WRITE ||
 						 io->kind == SIM_IO_WRITE_FUA)) {
-		uint8_t *copy = malloc(len);
+		uint8_t *copy = payload_alloc(vol, len);
 		if (!copy)
 			return sim_fail(vol, ENOMEM, "out of memory recording a payload");
 		memcpy(copy, payload, len);
@@ -28,14 +54,20 @@ int log_append(sim_volume *vol, struct sim_io *io, const void *payload, size_t l
 
 void sim_volume_log_clear(sim_volume *vol)
 {
-	for (size_t i = 0; i < vol->nlog; i++)
-		free((void *)vol->log[i].payload);
+	for (size_t i = 0; i < vol->nchunks; i++)
+		vol->chunks[i]->used = 0;
+	vol->chunk_cur = 0;
 	vol->nlog = 0;
 }
 
 void log_free(sim_volume *vol)
 {
-	sim_volume_log_clear(vol);
+	for (size_t i = 0; i < vol->nchunks; i++)
+		free(vol->chunks[i]);
+	free(vol->chunks);
+	vol->chunks = NULL;
+	vol->nchunks = vol->chunks_cap = vol->chunk_cur = 0;
+	vol->nlog = 0;
 	free(vol->log);
 	vol->log = NULL;
 	vol->log_cap = 0;

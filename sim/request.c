@@ -200,13 +200,17 @@ static int store_volatile(sim_volume *vol, struct sim_disk *d, uint64_t seq, uin
 			  uint32_t n, const uint8_t *src)
 {
 	uint32_t ss = d->sector_size;
+	size_t cap = d->pend_cap;
 	if (sim_grow(&d->pend, &d->pend_cap, d->npend + 1, sizeof(*d->pend)))
 		return sim_fail(vol, ENOMEM, "out of memory for a volatile write");
-	size_t cap = d->pend_cap;
-	struct pend_blocks *pb = realloc(d->pend_blk, cap * sizeof(*pb));
-	if (!pb)
-		return sim_fail(vol, ENOMEM, "out of memory for a volatile write");
-	d->pend_blk = pb;
+	if (d->pend_cap != cap || !d->pend_blk) {
+		struct pend_blocks *pb = realloc(d->pend_blk, d->pend_cap * sizeof(*pb));
+		if (!pb) {
+			d->pend_cap = cap; /* pend grew, pend_blk did not: keep them in step */
+			return sim_fail(vol, ENOMEM, "out of memory for a volatile write");
+		}
+		d->pend_blk = pb;
+	}
 	struct sim_block **blk = malloc(n * sizeof(*blk));
 	if (!blk)
 		return sim_fail(vol, ENOMEM, "out of memory for a volatile write");
