@@ -5,6 +5,8 @@
 
 MODE ?= release
 B := build/$(MODE)
+# V=1 shows the full commands.
+Q := $(if $(V),,@)
 
 CC_release  := cc
 CC_debug    := cc
@@ -104,21 +106,27 @@ $(call obj,$(CLI_SRC)): CFLAGS += -I$(B)
 
 $(B)/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	@$(if $(Q),echo "  CC      $(MODE) $<")
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
 $(SIM_LIB): $(call obj,$(SIM_SRC))
 	@rm -f $@
-	ar rcs $@ $^
+	@$(if $(Q),echo "  AR      $(MODE) $(@F)")
+	$(Q)ar rcs $@ $^
+
+define link
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $(MODE) $(@F)")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(1)
+endef
 
 $(BTRSIM): $(call obj,$(CLI_SRC)) $(SIM_LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+	$(call link)
 
 $(UNIT): $(call obj,$(UNIT_SRC)) $(SIM_LIB)
-	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) -lcriterion
+	$(call link,-lcriterion)
 
 $(BENCH): $(call obj,$(BENCH_SRC)) $(SIM_LIB)
-	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+	$(call link)
 
 -include $(shell find build/$(MODE) -name '*.d' 2>/dev/null)
