@@ -26,19 +26,23 @@ MODE_LDFLAGS_debug   := -fsanitize=address,undefined
 MODE_LDFLAGS_coverage := --coverage
 CFLAGS  := $(BASE_CFLAGS) $(MODE_CFLAGS_$(MODE)) $(EXTRA_CFLAGS)
 LDFLAGS := $(MODE_LDFLAGS_$(MODE)) $(EXTRA_LDFLAGS)
-LIBS := -lxxhash -lm
+LIBS := -lisal -lz -llzo2 -lzstd -lsodium -lxxhash -lm
 
 SIM_SRC  := $(wildcard sim/*.c)
+REF_SRC  := $(wildcard ref/*.c)
 CLI_SRC  := $(wildcard cli/*.c)
 UNIT_SRC := $(wildcard tests/unit/*.c)
 BENCH_SRC := $(wildcard bench/*.c)
+SWEEP_SRC := $(wildcard tests/sweep/*.c)
 
 obj = $(patsubst %.c,$(B)/%.o,$(1))
 
 SIM_LIB := $(B)/libbtrsim-sim.a
+REF_LIB := $(B)/libbtrsim-ref.a
 BTRSIM  := $(B)/btrsim
 UNIT    := $(B)/tests/unit-tests
 BENCH   := $(B)/bench/bench-sim
+SWEEP   := $(B)/tests/corrupt-sweep
 
 VERSION := $(shell cat VERSION)
 GIT_ID  := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
@@ -66,7 +70,7 @@ deps:
 	@sh mk/deps.sh
 
 cmd: $(BTRSIM)
-build: $(BTRSIM) $(UNIT) $(BENCH)
+build: $(BTRSIM) $(UNIT) $(SWEEP) $(BENCH)
 
 asan:
 	@$(MAKE) --no-print-directory MODE=debug build
@@ -75,13 +79,16 @@ test: deps
 	@$(MAKE) --no-print-directory MODE=debug build
 	@sh tests/run.sh build/debug
 
+BENCH_READ_MIB ?= 1024
 SEED ?=
-run: deps all
+run: deps
+	@$(MAKE) --no-print-directory all
 	@./btrsim demo $(if $(SEED),--seed $(SEED)) --report reports/demo
 
 bench: deps
 	@$(MAKE) --no-print-directory MODE=release build
 	@build/release/bench/bench-sim
+	@sh bench/bench_read.sh build/release/btrsim $(BENCH_READ_MIB)
 
 coverage: deps
 	@rm -rf build/coverage/*.info reports/coverage
@@ -109,10 +116,17 @@ $(B)/%.o: %.c
 	@$(if $(Q),echo "  CC      $(MODE) $<")
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
-$(SIM_LIB): $(call obj,$(SIM_SRC))
+define archive
 	@rm -f $@
 	@$(if $(Q),echo "  AR      $(MODE) $(@F)")
 	$(Q)ar rcs $@ $^
+endef
+
+$(SIM_LIB): $(call obj,$(SIM_SRC))
+	$(call archive)
+
+$(REF_LIB): $(call obj,$(REF_SRC))
+	$(call archive)
 
 define link
 	@mkdir -p $(@D)
@@ -120,11 +134,14 @@ define link
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(1)
 endef
 
-$(BTRSIM): $(call obj,$(CLI_SRC)) $(SIM_LIB)
+$(BTRSIM): $(call obj,$(CLI_SRC)) $(REF_LIB) $(SIM_LIB)
 	$(call link)
 
-$(UNIT): $(call obj,$(UNIT_SRC)) $(SIM_LIB)
+$(UNIT): $(call obj,$(UNIT_SRC)) $(REF_LIB) $(SIM_LIB)
 	$(call link,-lcriterion)
+
+$(SWEEP): $(call obj,$(SWEEP_SRC)) $(REF_LIB) $(SIM_LIB)
+	$(call link)
 
 $(BENCH): $(call obj,$(BENCH_SRC)) $(SIM_LIB)
 	$(call link)

@@ -8,6 +8,7 @@
 #ifndef BTRSIM_CLI_H
 #define BTRSIM_CLI_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct cli_cmd {
@@ -18,6 +19,19 @@ struct cli_cmd {
 };
 
 extern const struct cli_cmd cli_cmd_demo;
+extern const struct cli_cmd cli_cmd_dump_super;
+extern const struct cli_cmd cli_cmd_dump_tree;
+extern const struct cli_cmd cli_cmd_ls;
+extern const struct cli_cmd cli_cmd_cat;
+extern const struct cli_cmd cli_cmd_stat;
+extern const struct cli_cmd cli_cmd_extract;
+extern const struct cli_cmd cli_cmd_check;
+
+/* A NUL-terminated copy of a name that is not (names in tree items are not). */
+char *cli_name_dup(const char *name, size_t len);
+
+/* "drwxr-xr-x" for a mode. */
+void cli_mode_string(uint32_t mode, char out[11]);
 
 /* Prints "btrsim NAME: <message>" and the command's usage to stderr; returns 2. */
 int cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...)

@@ -9,6 +9,13 @@
 #include <string.h>
 
 static const struct cli_cmd *const commands[] = {
+	&cli_cmd_dump_super,
+	&cli_cmd_dump_tree,
+	&cli_cmd_ls,
+	&cli_cmd_cat,
+	&cli_cmd_stat,
+	&cli_cmd_extract,
+	&cli_cmd_check,
 	&cli_cmd_demo,
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -5,6 +5,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 
 static void vprefixed(const struct cli_cmd *cmd, const char *fmt, va_list ap)
 {
@@ -62,4 +64,34 @@ int cli_parse_u64(const char *s, uint64_t *out, int sizes)
 		return -1;
 	*out = (uint64_t)v << shift;
 	return 0;
+}
+
+void cli_mode_string(uint32_t mode, char out[11])
+{
+	const char *t = "?";
+	switch (mode & S_IFMT) {
+	case S_IFREG: t = "-"; break;
+	case S_IFDIR: t = "d"; break;
+	case S_IFLNK: t = "l"; break;
+	case S_IFCHR: t = "c"; break;
+	case S_IFBLK: t = "b"; break;
+	case S_IFIFO: t = "p"; break;
+	case S_IFSOCK: t = "s"; break;
+	}
+	snprintf(out, 11, "%s%c%c%c%c%c%c%c%c%c", t, mode & 0400 ? 'r' : '-', mode & 0200 ? 'w' : '-',
+		 mode & 04000 ? (mode & 0100 ? 's' : 'S') : (mode & 0100 ? 'x' : '-'),
+		 mode & 040 ? 'r' : '-', mode & 020 ? 'w' : '-',
+		 mode & 02000 ? (mode & 010 ? 's' : 'S') : (mode & 010 ? 'x' : '-'),
+		 mode & 04 ? 'r' : '-', mode & 02 ? 'w' : '-',
+		 mode & 01000 ? (mode & 01 ? 't' : 'T') : (mode & 01 ? 'x' : '-'));
+}
+
+char *cli_name_dup(const char *name, size_t len)
+{
+	char *s = malloc(len + 1);
+	if (s) {
+		memcpy(s, name, len);
+		s[len] = '\0';
+	}
+	return s;
 }

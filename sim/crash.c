@@ -164,14 +164,22 @@ int sim_volume_crash(sim_volume *vol, const struct sim_crash_spec *spec,
 	int r = check_spec(vol, spec);
 	if (r)
 		return r;
-	/* Every pick must name some disk's volatile write, before any disk crashes. */
+	/* Every pick must name some disk's volatile write, and sectors of it, before
+	 * any disk crashes. */
 	for (size_t i = 0; spec->policy == SIM_CRASH_EXPLICIT && i < spec->npicks; i++) {
-		bool found = false;
-		for (unsigned d = 0; d < vol->ndisks && !found; d++)
-			found = find_pending(&vol->disk[d], spec->picks[i].seq) >= 0;
-		if (!found)
+		const struct sim_crash_pick *p = &spec->picks[i];
+		ssize_t k = -1;
+		unsigned d;
+		for (d = 0; d < vol->ndisks && k < 0; d++)
+			k = find_pending(&vol->disk[d], p->seq);
+		if (k < 0)
 			return sim_fail(vol, EINVAL, "crash: no disk has a volatile write with seq %llu",
-					(unsigned long long)spec->picks[i].seq);
+					(unsigned long long)p->seq);
+		uint32_t n = vol->disk[d - 1].pend[k].nsectors;
+		if (p->first >= n || p->count > n - p->first)
+			return sim_fail(vol, EINVAL,
+					"crash: sectors %u+%u of write %llu (of %u sectors) are out of range",
+					p->first, p->count, (unsigned long long)p->seq, n);
 	}
 	for (unsigned d = 0; d < vol->ndisks; d++) {
 		r = crash_one(vol, d, spec, res ? &res[d] : NULL, true);

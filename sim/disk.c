@@ -206,6 +206,18 @@ static int open_image(sim_volume *vol, struct sim_disk *d, const struct sim_disk
 	return 0;
 }
 
+static int check_size(sim_volume *vol, const struct sim_disk *d, unsigned idx)
+{
+	if (!d->size || d->size % d->sector_size)
+		return sim_fail(vol, EINVAL, "disk %u: size %llu is not a non-zero multiple of %u", idx,
+				(unsigned long long)d->size, d->sector_size);
+	if (d->size > SIM_MAX_DISK_BYTES)
+		return sim_fail(vol, EINVAL, "disk %u: size %llu exceeds the limit of %llu bytes", idx,
+				(unsigned long long)d->size,
+				(unsigned long long)SIM_MAX_DISK_BYTES);
+	return 0;
+}
+
 int disk_init(sim_volume *vol, struct sim_disk *d, unsigned idx, const struct sim_disk_config *c,
 	      uint64_t seed)
 {
@@ -218,23 +230,23 @@ int disk_init(sim_volume *vol, struct sim_disk *d, unsigned idx, const struct si
 	if (d->sector_size != 512 && d->sector_size != 4096)
 		return sim_fail(vol, EINVAL, "disk %u: sector size %u is not 512 or 4096", idx,
 				d->sector_size);
+	/* A size given is checked before an image file is created or resized. */
+	int r = d->size ? check_size(vol, d, idx) : 0;
+	if (r)
+		return r;
 	if (c->image_path) {
 		d->path = strdup(c->image_path);
 		if (!d->path)
 			return sim_fail(vol, ENOMEM, "out of memory");
-		int r = open_image(vol, d, c, idx);
+		r = open_image(vol, d, c, idx);
 		if (r)
 			return r;
 	} else if (c->read_only) {
 		return sim_fail(vol, EINVAL, "disk %u: a memory disk cannot be read-only", idx);
 	}
-	if (!d->size || d->size % d->sector_size)
-		return sim_fail(vol, EINVAL, "disk %u: size %llu is not a non-zero multiple of %u", idx,
-				(unsigned long long)d->size, d->sector_size);
-	if (d->size > SIM_MAX_DISK_BYTES)
-		return sim_fail(vol, EFBIG, "disk %u: size %llu exceeds the limit of %llu bytes", idx,
-				(unsigned long long)d->size,
-				(unsigned long long)SIM_MAX_DISK_BYTES);
+	r = check_size(vol, d, idx);
+	if (r)
+		return r;
 	d->nsectors = d->size / d->sector_size;
 	bm_init(&d->media, d->nsectors);
 	bm_init(&d->cache, d->nsectors);

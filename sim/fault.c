@@ -10,6 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
+/* sim_fault_add's limit on `bits`. */
+#define MAX_FLIP_BITS 4096
+
 static const char *const kind_names[SIM_FAULT_KIND_COUNT] = {
 	[SIM_FAULT_NONE] = "none",
 	[SIM_FAULT_FLIP_AT_REST] = "flip-at-rest",
@@ -74,7 +77,7 @@ void sim_fault_clear(sim_volume *vol)
 }
 
 static bool matches(const struct fault_slot *s, uint64_t seq, unsigned disk, uint64_t sector,
-		    uint32_t n)
+		    uint64_t n)
 {
 	const struct sim_fault *f = &s->f;
 	if (f->count && s->fired >= f->count)
@@ -108,6 +111,27 @@ static int log_disk_fault(sim_volume *vol, unsigned disk, enum sim_fault_kind ki
 	return log_append(vol, &io, NULL, 0);
 }
 
+/* Draws min(bits, span, MAX_FLIP_BITS) distinct bit positions in [0, span) into
+ * pos, one draw each (Floyd's sampling): flipping a bit twice would undo it. */
+static uint32_t pick_bits(struct sim_rng *r, uint64_t span, uint32_t bits, uint64_t *pos)
+{
+	if (bits > MAX_FLIP_BITS)
+		bits = MAX_FLIP_BITS;
+	if (bits > span)
+		bits = (uint32_t)span;
+	uint32_t m = 0;
+	for (uint64_t j = span - bits; j < span; j++) {
+		uint64_t t = sim_rng_below(r, j + 1);
+		for (uint32_t k = 0; k < m; k++)
+			if (pos[k] == t) {
+				t = j;
+				break;
+			}
+		pos[m++] = t;
+	}
+	return m;
+}
+
 static int fire_on_disk(sim_volume *vol, unsigned disk, const struct sim_fault *f)
 {
 	struct sim_disk *d = &vol->disk[disk];
@@ -119,19 +143,17 @@ static int fire_on_disk(sim_volume *vol, unsigned disk, const struct sim_fault *
 		d->lost = true;
 		return log_disk_fault(vol, disk, f->kind, 0, 0, 0);
 	case SIM_FAULT_FLIP_AT_REST: {
-		if (d->lost)
+		if (d->lost || d->read_only) /* a read-only image is never written */
 			return 0;
 		uint64_t s = f->sector >= 0 ? (uint64_t)f->sector : sim_rng_below(&d->rng, d->nsectors);
-		uint64_t first = 0;
-		for (uint32_t b = 0; b < f->bits; b++) {
-			uint32_t bit = (uint32_t)sim_rng_below(&d->rng, (uint64_t)d->sector_size * 8);
-			if (b == 0)
-				first = bit;
-			int r = disk_flip_bit(vol, d, s, bit);
+		uint64_t bit[MAX_FLIP_BITS];
+		uint32_t m = pick_bits(&d->rng, (uint64_t)d->sector_size * 8, f->bits, bit);
+		for (uint32_t b = 0; b < m; b++) {
+			int r = disk_flip_bit(vol, d, s, (uint32_t)bit[b]);
 			if (r)
 				return r;
 		}
-		return log_disk_fault(vol, disk, f->kind, s, 1, first);
+		return log_disk_fault(vol, disk, f->kind, s, 1, m ? bit[0] : 0);
 	}
 	case SIM_FAULT_LATENT: {
 		uint64_t s = f->sector >= 0 ? (uint64_t)f->sector : sim_rng_below(&d->rng, d->nsectors);
@@ -147,7 +169,7 @@ static int fire_on_disk(sim_volume *vol, unsigned disk, const struct sim_fault *
 	}
 }
 
-int fault_before_request(sim_volume *vol, unsigned disk, uint64_t sector, uint32_t n)
+int fault_before_request(sim_volume *vol, unsigned disk, uint64_t sector, uint64_t n)
 {
 	struct sim_disk *d = &vol->disk[disk];
 	for (size_t i = 0; i < vol->nfaults; i++) {
@@ -181,7 +203,7 @@ static bool applies_to(enum sim_fault_kind k, enum sim_io_kind io)
 }
 
 const struct sim_fault *fault_on_request(sim_volume *vol, unsigned disk, uint64_t seq,
-					 uint64_t sector, uint32_t n, enum sim_io_kind kind)
+					 uint64_t sector, uint64_t n, enum sim_io_kind kind)
 {
 	struct sim_disk *d = &vol->disk[disk];
 	for (size_t i = 0; i < vol->nfaults; i++) {
@@ -204,8 +226,10 @@ uint64_t fault_flip(struct sim_rng *r, uint8_t *buf, size_t len, uint32_t sector
 		base = (uint64_t)sector_in * sector_size * 8;
 		span = (uint64_t)sector_size * 8;
 	}
-	for (uint32_t b = 0; b < bits; b++) {
-		uint64_t bit = base + sim_rng_below(r, span);
+	uint64_t pos[MAX_FLIP_BITS];
+	uint32_t m = pick_bits(r, span, bits, pos);
+	for (uint32_t b = 0; b < m; b++) {
+		uint64_t bit = base + pos[b];
 		if (b == 0)
 			first = bit;
 		buf[bit / 8] ^= (uint8_t)(1u << (bit % 8));

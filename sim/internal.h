@@ -114,10 +114,10 @@ int log_append(sim_volume *vol, struct sim_io *io, const void *payload, size_t l
 void log_free(sim_volume *vol);
 
 /* Faults (fault.c).  Disk-level faults that fire before request `seq` on disk d. */
-int fault_before_request(sim_volume *vol, unsigned disk, uint64_t sector, uint32_t n);
+int fault_before_request(sim_volume *vol, unsigned disk, uint64_t sector, uint64_t n);
 /* The request fault (flaky, lost, misdirect, flip) that fires on this request. */
 const struct sim_fault *fault_on_request(sim_volume *vol, unsigned disk, uint64_t seq,
-					 uint64_t sector, uint32_t n, enum sim_io_kind kind);
+					 uint64_t sector, uint64_t n, enum sim_io_kind kind);
 /* Flip `bits` bits of buf (len bytes); in the sector `sector_in` when >= 0.
  * Returns the first flipped bit's position. */
 uint64_t fault_flip(struct sim_rng *r, uint8_t *buf, size_t len, uint32_t sector_size,

@@ -81,11 +81,12 @@ static int io_end(sim_volume *vol, struct sim_io *io, int status, const void *pa
 
 /* The checks every request passes after its argument checks: disk-level faults,
  * a lost disk, a flaky disk.  Returns 0 to go on, or the request's failed status
- * (already logged). */
-static int io_gate(sim_volume *vol, struct sim_io *io, const struct sim_fault **rf)
+ * (already logged).  Faults match sectors io->sector + span. */
+static int io_gate(sim_volume *vol, struct sim_io *io, uint64_t span,
+		   const struct sim_fault **rf)
 {
 	*rf = NULL;
-	int r = fault_before_request(vol, io->disk, io->sector, io->nsectors);
+	int r = fault_before_request(vol, io->disk, io->sector, span);
 	if (r)
 		return r;
 	/* The faults above may have logged entries: the request follows them. */
@@ -96,7 +97,7 @@ static int io_gate(sim_volume *vol, struct sim_io *io, const struct sim_fault **
 		sim_fail(vol, EIO, "%s: disk %u is lost", op_name[io->kind], io->disk);
 		return io_end(vol, io, -EIO, NULL, 0);
 	}
-	*rf = fault_on_request(vol, io->disk, io->seq, io->sector, io->nsectors,
+	*rf = fault_on_request(vol, io->disk, io->seq, io->sector, span,
 			       (enum sim_io_kind)io->kind);
 	if (*rf && (*rf)->kind == SIM_FAULT_FLAKY) {
 		io->fault = SIM_FAULT_FLAKY;
@@ -140,9 +141,11 @@ int sim_read(sim_volume *vol, unsigned disk, uint64_t offset, void *buf, size_t 
 	int r = check_request(vol, disk, offset, len, SIM_IO_READ, &d, &sector, &n);
 	if (r)
 		return r;
+	if (!buf)
+		return sim_fail(vol, EINVAL, "read: disk %u: no buffer", disk);
 	struct sim_io io = io_begin(disk, SIM_IO_READ, sector, n);
 	const struct sim_fault *rf;
-	if ((r = io_gate(vol, &io, &rf)))
+	if ((r = io_gate(vol, &io, n, &rf)))
 		return r;
 	if (disk_is_latent(d, sector, n)) {
 		io.fault = SIM_FAULT_LATENT;
@@ -253,7 +256,7 @@ int sim_write(sim_volume *vol, unsigned disk, uint64_t offset, const void *buf, 
 		return sim_fail(vol, EROFS, "write: disk %u is read-only", disk);
 	struct sim_io io = io_begin(disk, kind, sector, n);
 	const struct sim_fault *rf;
-	if ((r = io_gate(vol, &io, &rf)))
+	if ((r = io_gate(vol, &io, n, &rf)))
 		return r;
 	io.csum = XXH3_64bits(buf, len);
 	const uint8_t *src = buf;
@@ -267,7 +270,9 @@ int sim_write(sim_volume *vol, unsigned disk, uint64_t offset, const void *buf, 
 		if (rf->kind == SIM_FAULT_MISDIRECT) {
 			uint64_t room = d->nsectors - n + 1; /* possible first sectors */
 			if (rf->shift) {
-				int64_t t = ((int64_t)sector + rf->shift) % (int64_t)room;
+				/* Reduce the shift first: sector + shift may overflow. */
+				int64_t m = (int64_t)room;
+				int64_t t = ((int64_t)sector + rf->shift % m) % m;
 				at = (uint64_t)(t < 0 ? t + (int64_t)room : t);
 			} else {
 				at = sim_rng_below(&d->rng, room);
@@ -310,9 +315,7 @@ int sim_flush(sim_volume *vol, unsigned disk)
 	struct sim_io io = io_begin(disk, SIM_IO_FLUSH, 0, 0);
 	const struct sim_fault *rf;
 	/* A flush covers the whole disk for fault matching. */
-	io.nsectors = (uint32_t)(d->nsectors > UINT32_MAX ? UINT32_MAX : d->nsectors);
-	int r = io_gate(vol, &io, &rf);
-	io.nsectors = 0;
+	int r = io_gate(vol, &io, d->nsectors, &rf);
 	if (r)
 		return r;
 	r = disk_persist_all(vol, d);
@@ -335,7 +338,7 @@ int sim_discard(sim_volume *vol, unsigned disk, uint64_t offset, size_t len)
 		return sim_fail(vol, EROFS, "discard: disk %u is read-only", disk);
 	struct sim_io io = io_begin(disk, SIM_IO_DISCARD, sector, n);
 	const struct sim_fault *rf;
-	if ((r = io_gate(vol, &io, &rf)))
+	if ((r = io_gate(vol, &io, n, &rf)))
 		return r;
 	/* Only flaky-disk faults act on a discard; the others are for data. */
 	r = store_volatile(vol, d, io.seq, sector, n, NULL);
@@ -352,5 +355,7 @@ int sim_read_durable(sim_volume *vol, unsigned disk, uint64_t offset, void *buf,
 	uint64_t sector;
 	uint32_t n;
 	int r = check_request(vol, disk, offset, len, SIM_IO_READ, &d, &sector, &n);
+	if (!r && !buf)
+		r = sim_fail(vol, EINVAL, "read: disk %u: no buffer", disk);
 	return r ? r : media_read(vol, d, sector, n, buf);
 }

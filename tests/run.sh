@@ -35,13 +35,15 @@ else
 	}
 fi
 
-for t in "$HERE"/cli/*.sh; do
+skipped=0
+for t in "$HERE"/cli/test_*.sh "$HERE"/interop/test_*.sh; do
 	echo "== $(basename "$t")"
 	BTRSIM="$B/btrsim" sh "$t" >"$log" 2>&1
 	rc=$?
 	cat "$log"
 	p=$(grep -c '^PASS ' "$log")
 	f=$(grep -c '^FAIL ' "$log")
+	skipped=$((skipped + $(grep -c '^SKIP ' "$log")))
 	passed=$((passed + p))
 	failed=$((failed + f))
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
@@ -50,5 +52,5 @@ for t in "$HERE"/cli/*.sh; do
 	fi
 done
 
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

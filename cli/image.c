@@ -1,0 +1,48 @@
+/* image.c - opening image files as a read-only sim volume, and the file system on it. */
+#include "cli/image.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+int cli_open_volume(const struct cli_cmd *cmd, char **paths, int n, bool writable,
+		    sim_volume **vol)
+{
+	struct sim_volume_config cfg;
+	if (n < 1)
+		return cli_usage_error(cmd, "no image given");
+	if (n > SIM_MAX_DISKS)
+		return cli_usage_error(cmd, "at most %d images, not %d", SIM_MAX_DISKS, n);
+	sim_config_init(&cfg, (unsigned)n, 0, 0);
+	memset(&cfg.latency, 0, sizeof(cfg.latency));
+	for (int i = 0; i < n; i++) {
+		struct stat st;
+		if (stat(paths[i], &st))
+			return cli_fail(cmd, "%s: %s", paths[i], strerror(errno));
+		cfg.disk[i].image_path = paths[i];
+		cfg.disk[i].size = 0; /* the file's size */
+		/* The largest sector that divides the image. */
+		cfg.disk[i].sector_size = st.st_size % 4096 ? 512 : 4096;
+		cfg.disk[i].read_only = !writable;
+	}
+	char err[256];
+	if (sim_volume_open(&cfg, vol, err, sizeof(err)))
+		return cli_fail(cmd, "%s", err);
+	return 0;
+}
+
+int cli_open_fs(const struct cli_cmd *cmd, char **paths, int n, const struct ref_open_opts *opts,
+		sim_volume **vol, ref_fs **fs)
+{
+	int rc = cli_open_volume(cmd, paths, n, false, vol);
+	if (rc)
+		return rc;
+	char err[256];
+	if (ref_open(*vol, opts, fs, err, sizeof(err))) {
+		sim_volume_close(*vol);
+		*vol = NULL;
+		return cli_fail(cmd, "%s", err);
+	}
+	return 0;
+}

@@ -1,0 +1,16 @@
+/* image.h - image files on the command line, opened as a sim volume and a file system. */
+#ifndef BTRSIM_CLI_IMAGE_H
+#define BTRSIM_CLI_IMAGE_H
+
+#include "cli/cli.h"
+#include "ref/ref.h"
+
+/* Opens paths[0..n) as the disks of one volume (read-only unless writable).
+ * Returns 0, or the exit status after printing why (1, or 2 for usage). */
+int cli_open_volume(const struct cli_cmd *cmd, char **paths, int n, bool writable,
+		    sim_volume **vol);
+/* The same, then ref_open on it. */
+int cli_open_fs(const struct cli_cmd *cmd, char **paths, int n, const struct ref_open_opts *opts,
+		sim_volume **vol, ref_fs **fs);
+
+#endif

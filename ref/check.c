@@ -1,0 +1,285 @@
+/*
+ * check.c - `btrsim check`: the structure walk over every tree, and the
+ * driver of the other passes (see check.h).
+ */
+#include "ref/check.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+void check_error(struct check *ck, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("ERROR: ", ck->out);
+	vfprintf(ck->out, fmt, ap);
+	fputc('\n', ck->out);
+	va_end(ap);
+	ck->errors++;
+}
+
+const char *check_key_str(const struct ref_key *k, char *buf, size_t len)
+{
+	snprintf(buf, len, "(%llu %u %llu)", (unsigned long long)k->objectid, k->type,
+		 (unsigned long long)k->offset);
+	return buf;
+}
+
+const struct check_block *check_block_find(const struct check *ck, uint64_t bytenr)
+{
+	uint64_t *i = u64map_get(&ck->st->block_index, bytenr, false);
+	return i ? &ck->st->blocks[*i - 1] : NULL;
+}
+
+int check_grow(void **arr, size_t n, size_t *cap, size_t size)
+{
+	if (n < *cap)
+		return 0;
+	size_t ncap = *cap ? *cap * 2 : 256;
+	void *p = realloc(*arr, ncap * size);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = ncap;
+	return 0;
+}
+
+static int add_parent(struct check_state *st, struct check_block *b, uint64_t parent, uint64_t tree)
+{
+	if (GROW(st->parents, st->nparents, st->parents_cap))
+		return -ENOMEM;
+	st->parents[st->nparents] = (struct check_parent){ parent, tree, b->parents };
+	b->parents = (uint32_t)++st->nparents;
+	return 0;
+}
+
+static bool holds_files(uint64_t tree)
+{
+	return tree == BTRFS_FS_TREE_OBJECTID || tree == BTRFS_DATA_RELOC_TREE_OBJECTID ||
+	       (tree >= BTRFS_FIRST_FREE_OBJECTID && tree <= BTRFS_LAST_FREE_OBJECTID);
+}
+
+/* The data references of a leaf's file extent items. */
+static int collect_drefs(struct check *ck, uint64_t tree, const uint8_t *leaf, uint64_t bytenr)
+{
+	struct check_state *st = ck->st;
+	const struct btrfs_header_disk *h = (const void *)leaf;
+	uint32_t n = LE32(h->nritems);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct btrfs_item_disk *it = (const void *)(leaf + sizeof(*h) + i * sizeof(*it));
+		if (it->key.type != BTRFS_EXTENT_DATA_KEY)
+			continue;
+		const struct btrfs_file_extent_item *fe = (const void *)(leaf + sizeof(*h) +
+									LE32(it->offset));
+		uint32_t size = LE32(it->size);
+		if (size < offsetof(struct btrfs_file_extent_item, disk_bytenr) ||
+		    fe->type == BTRFS_FILE_EXTENT_INLINE)
+			continue;
+		if (size < sizeof(*fe)) {
+			check_error(ck, "tree %llu leaf %llu slot %u: file extent item is %u bytes",
+				    (unsigned long long)tree, (unsigned long long)bytenr, i, size);
+			continue;
+		}
+		if (!LE64(fe->disk_bytenr))
+			continue; /* a hole */
+		if (GROW(st->drefs, st->ndrefs, st->drefs_cap))
+			return -ENOMEM;
+		st->drefs[st->ndrefs++] = (struct check_dref){
+			LE64(fe->disk_bytenr), LE64(fe->disk_num_bytes), bytenr, LE64(it->key.objectid),
+			LE64(it->key.offset) - LE64(fe->offset) };
+	}
+	return 0;
+}
+
+static void key_of(const uint8_t *blk, uint32_t i, struct ref_key *k)
+{
+	const struct btrfs_header_disk *h = (const void *)blk;
+	const struct btrfs_disk_key *dk =
+		h->level ? &((const struct btrfs_key_ptr_disk *)(blk + sizeof(*h)))[i].key
+			 : &((const struct btrfs_item_disk *)(blk + sizeof(*h)))[i].key;
+	*k = (struct ref_key){ LE64(dk->objectid), dk->type, LE64(dk->offset) };
+}
+
+/*
+ * Walks the tree below bytenr once: every block validated (ref_read_block),
+ * its keys inside [lo, hi) given by its parent, its first key equal to the
+ * parent's, every reference recorded for the extent pass.
+ */
+static int walk(struct check *ck, uint64_t tree, uint64_t bytenr, uint64_t gen, int level,
+		uint64_t parent, const struct ref_key *lo, const struct ref_key *hi)
+{
+	struct check_state *st = ck->st;
+	char kb[64], kb2[64];
+	uint64_t *idx = u64map_get(&st->block_index, bytenr, true);
+	if (!idx)
+		return -ENOMEM;
+	if (*idx) { /* shared with a tree walked before: note the reference only */
+		struct check_block *b = &st->blocks[*idx - 1];
+		if (b->level != level)
+			check_error(ck, "tree %llu: block %llu is level %u, its parent expects %d",
+				    (unsigned long long)tree, (unsigned long long)bytenr, b->level,
+				    level);
+		return add_parent(st, b, parent, tree);
+	}
+	struct ref_block *rb;
+	if (ref_read_block(ck->fs, bytenr, gen, level, 0, &rb)) {
+		check_error(ck, "tree %llu: %s", (unsigned long long)tree, ref_error(ck->fs));
+		return 0;
+	}
+	const uint8_t *d = ref_block_data(rb);
+	const struct btrfs_header_disk *h = (const void *)d;
+	if (GROW(st->blocks, st->nblocks, st->blocks_cap)) {
+		ref_block_put(ck->fs, rb);
+		return -ENOMEM;
+	}
+	struct check_block *b = &st->blocks[st->nblocks];
+	*b = (struct check_block){ bytenr, LE64(h->owner), LE64(h->generation), h->level, 0 };
+	*idx = ++st->nblocks;
+	int r = add_parent(st, b, parent, tree);
+	if (!parent && b->owner != tree && tree != BTRFS_TREE_LOG_OBJECTID)
+		check_error(ck, "tree %llu: root block %llu has owner %llu",
+			    (unsigned long long)tree, (unsigned long long)bytenr,
+			    (unsigned long long)b->owner);
+	uint32_t n = LE32(h->nritems);
+	struct ref_key first, last;
+	if (n) {
+		key_of(d, 0, &first);
+		key_of(d, n - 1, &last);
+		if (lo && ref_key_cmp(&first, lo) < 0)
+			check_error(ck, "tree %llu block %llu: first key %s is below its parent's %s",
+				    (unsigned long long)tree, (unsigned long long)bytenr,
+				    check_key_str(&first, kb, sizeof(kb)), check_key_str(lo, kb2, sizeof(kb2)));
+		if (hi && ref_key_cmp(&last, hi) >= 0)
+			check_error(ck, "tree %llu block %llu: last key %s is not below the next key %s of its parent",
+				    (unsigned long long)tree, (unsigned long long)bytenr,
+				    check_key_str(&last, kb, sizeof(kb)), check_key_str(hi, kb2, sizeof(kb2)));
+	} else if (parent) {
+		check_error(ck, "tree %llu: block %llu is empty but not a root",
+			    (unsigned long long)tree, (unsigned long long)bytenr);
+	}
+	if (!r && h->level == 0 && holds_files(tree))
+		r = collect_drefs(ck, tree, d, bytenr);
+	for (uint32_t i = 0; !r && h->level && i < n; i++) {
+		const struct btrfs_key_ptr_disk *p =
+			&((const struct btrfs_key_ptr_disk *)(d + sizeof(*h)))[i];
+		struct ref_key k, next;
+		key_of(d, i, &k);
+		if (i + 1 < n)
+			key_of(d, i + 1, &next);
+		r = walk(ck, tree, LE64(p->blockptr), LE64(p->generation), h->level - 1, bytenr, &k,
+			 i + 1 < n ? &next : hi);
+	}
+	ref_block_put(ck->fs, rb);
+	return r;
+}
+
+struct tree_root {
+	struct ref_root root;
+	struct ref_key key;
+};
+
+/* Every tree: root, chunk, then each ROOT_ITEM of the root tree, and the log tree. */
+static int walk_all(struct check *ck)
+{
+	ref_fs *fs = ck->fs;
+	int r = walk(ck, BTRFS_ROOT_TREE_OBJECTID, fs->tree_root.bytenr, fs->tree_root.gen,
+		     fs->tree_root.level, 0, NULL, NULL);
+	if (!r)
+		r = walk(ck, BTRFS_CHUNK_TREE_OBJECTID, fs->chunk_root.bytenr, fs->chunk_root.gen,
+			 fs->chunk_root.level, 0, NULL, NULL);
+	struct tree_root *roots = NULL;
+	size_t n = 0, cap = 0;
+	struct ref_path path;
+	struct ref_key key = { 0, 0, 0 };
+	int s = r ? 1 : ref_search(fs, &fs->tree_root, &key, &path);
+	while (s == 0) {
+		struct ref_key k;
+		const uint8_t *data;
+		uint32_t size;
+		ref_path_item(&path, &k, &data, &size);
+		if (k.type == BTRFS_ROOT_ITEM_KEY) {
+			char kb[64];
+			if (size < btrfs_legacy_root_item_size()) {
+				check_error(ck, "root tree key %s: root item is %u bytes",
+					    check_key_str(&k, kb, sizeof(kb)), size);
+			} else if (!GROW(roots, n, cap)) {
+				const struct btrfs_root_item *ri = (const void *)data;
+				roots[n++] = (struct tree_root){
+					{ k.objectid, LE64(ri->bytenr), LE64(ri->generation), ri->level },
+					k };
+				if (ri->level >= BTRFS_MAX_TREE_LEVEL) {
+					check_error(ck, "root tree key %s: level %u",
+						    check_key_str(&k, kb, sizeof(kb)), ri->level);
+					n--;
+				}
+			} else {
+				r = -ENOMEM;
+				break;
+			}
+		}
+		s = ref_next(fs, &path);
+	}
+	ref_path_release(fs, &path);
+	if (s < 0)
+		check_error(ck, "root tree: %s", ref_error(fs));
+	struct check_state *st = ck->st;
+	for (size_t i = 0; !r && i < n; i++) {
+		const struct ref_root *rt = &roots[i].root;
+		r = walk(ck, rt->id, rt->bytenr, rt->gen, rt->level, 0, NULL, NULL);
+		if (!r && holds_files(rt->id)) {
+			if (GROW(st->subvols, st->nsubvols, st->subvols_cap))
+				r = -ENOMEM;
+			else
+				st->subvols[st->nsubvols++] = rt->id;
+		}
+	}
+	free(roots);
+	uint64_t log = LE64(fs->sb.log_root);
+	if (!r && log)
+		r = walk(ck, BTRFS_TREE_LOG_OBJECTID, log, 0, fs->sb.log_root_level, 0, NULL, NULL);
+	return r;
+}
+
+static void state_free(struct check_state *st)
+{
+	free(st->blocks);
+	free(st->parents);
+	free(st->drefs);
+	free(st->subvols);
+	u64map_free(&st->block_index);
+}
+
+long ref_check(ref_fs *fs, const struct ref_check_opts *opts)
+{
+	struct check_state st = { 0 };
+	struct check ck = { fs, opts && opts->out ? opts->out : stdout, 0, opts && opts->verbose,
+			    &st };
+	fprintf(ck.out, "[1/5] checking tree structure\n");
+	int r = walk_all(&ck);
+	if (!r) {
+		fprintf(ck.out, "[2/5] checking chunks, block groups and device extents\n");
+		r = check_chunks(&ck);
+	}
+	if (!r) {
+		fprintf(ck.out, "[3/5] checking fs trees (%zu)\n", st.nsubvols);
+		for (size_t i = 0; !r && i < st.nsubvols; i++)
+			r = check_fs_tree(&ck, st.subvols[i]);
+	}
+	if (!r) {
+		fprintf(ck.out, "[4/5] checking extent references (%zu tree blocks, %zu data references)\n",
+			st.nblocks, st.ndrefs);
+		r = check_extents(&ck);
+	}
+	if (!r) {
+		fprintf(ck.out, "[5/5] checking csums\n");
+		r = check_csums(&ck);
+	}
+	state_free(&st);
+	if (r)
+		return ref_fail(fs, -r, "check stopped: %s", r == -ENOMEM ? "out of memory" : fs->err);
+	if (ck.errors)
+		fprintf(ck.out, "found %lu error%s\n", ck.errors, ck.errors == 1 ? "" : "s");
+	else
+		fprintf(ck.out, "no error found\n");
+	return (long)ck.errors;
+}

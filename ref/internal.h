@@ -1,0 +1,113 @@
+/*
+ * internal.h - the state behind ref.h, for the files of ref/ only.
+ */
+#ifndef BTRSIM_REF_INTERNAL_H
+#define BTRSIM_REF_INTERNAL_H
+
+#include "ref/csum.h"
+#include "ref/ref.h"
+
+#include <stdarg.h>
+
+struct ref_dev {
+	uint64_t devid;
+	int disk; /* sim disk index, -1 when missing */
+	uint8_t uuid[BTRFS_UUID_SIZE];
+};
+
+struct ref_stripe {
+	uint64_t devid;
+	uint64_t physical;
+	int disk; /* -1: the device is missing */
+};
+
+struct ref_chunk {
+	uint64_t logical;
+	uint64_t length;
+	uint64_t stripe_len;
+	uint64_t type;
+	uint16_t num_stripes;
+	uint16_t sub_stripes;
+	struct ref_stripe *stripes;
+};
+
+/* Tree blocks are cached once validated; a path holds references. */
+struct ref_block {
+	uint64_t bytenr;
+	uint64_t gen;
+	uint64_t owner;
+	uint32_t refs;
+	uint8_t level;
+	struct ref_block *hnext;
+	uint8_t data[];
+};
+
+#define REF_CACHE_BUCKETS 4096
+#define REF_CACHE_MAX_BLOCKS 8192
+
+struct ref_fs {
+	sim_volume *vol;
+	struct ref_open_opts opts;
+	struct btrfs_super_disk sb;
+	int sb_mirror;
+	uint32_t nodesize, sectorsize;
+	unsigned csum_type, csum_size;
+	uint8_t meta_fsid[BTRFS_FSID_BYTES]; /* the fsid tree blocks carry */
+	uint64_t generation;
+	struct ref_dev *devs;
+	size_t ndevs;
+	struct ref_chunk *chunks; /* sorted by logical */
+	size_t nchunks, chunks_cap;
+	struct ref_root tree_root, chunk_root;
+	struct ref_block *cache[REF_CACHE_BUCKETS];
+	size_t ncached;
+	uint64_t repaired, csum_errors;
+	struct ref_root roots[16]; /* recently found subvolume roots */
+	size_t nroots, roots_next;
+	char err[256];
+};
+
+int ref_fail(ref_fs *fs, int errnum, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void ref_log(ref_fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* super.c: the superblock field checks beyond magic, position and checksum. */
+const char *ref_super_fields_invalid(const struct btrfs_super_disk *sb);
+
+/* chunk.c */
+int chunk_add(ref_fs *fs, uint64_t logical, const struct btrfs_chunk *c, uint32_t item_size);
+const struct ref_chunk *chunk_find(const ref_fs *fs, uint64_t logical);
+uint64_t chunk_stripe_bytes(uint64_t type, uint64_t len, unsigned n);
+
+#define REF_MAX_COPIES 4
+#define REF_COPY_REBUILT (-2) /* a RAID5/6 copy rebuilt from parity */
+struct ref_copy {
+	int disk; /* -1: missing device; REF_COPY_REBUILT */
+	uint64_t devid;
+	uint64_t physical;
+};
+int chunk_map(const struct ref_chunk *c, uint64_t logical, uint64_t len, struct ref_copy *copies,
+	      uint64_t *run);
+int chunk_load_sys_array(ref_fs *fs);
+int chunk_load_tree(ref_fs *fs);
+void chunk_free_all(ref_fs *fs);
+const char *ref_profile_name(uint64_t type);
+/* Validates a chunk item as the kernel's btrfs_check_chunk_valid does; returns
+ * NULL or a reason. */
+const char *chunk_item_invalid(const ref_fs *fs, uint64_t logical, const struct btrfs_chunk *c,
+			       uint32_t item_size);
+
+/* data.c: reads of data extents with checksum verification and repair. */
+int data_read(ref_fs *fs, uint64_t logical, void *buf, size_t len, bool nodatasum);
+
+/* raid56.c: copy `mirror` (1: from P, 2: from Q) of a RAID5/6 data range
+ * that stays inside one stripe unit, rebuilt from the rest of its row. */
+int raid56_rebuild(ref_fs *fs, const struct ref_chunk *c, uint64_t logical, uint8_t *out,
+		   uint64_t len, int mirror);
+
+/* tree.c */
+void cache_free_all(ref_fs *fs);
+/* Validates a tree block image (checksum aside): header and item layout. */
+const char *block_invalid(const ref_fs *fs, const uint8_t *data, uint64_t bytenr);
+bool block_csum_ok(const ref_fs *fs, const uint8_t *data);
+
+#endif

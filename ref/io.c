@@ -1,0 +1,91 @@
+/* io.c - logical reads through the chunk map onto the sim disks. */
+#include "ref/internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+/* Reads physical bytes, bouncing through a sector-aligned buffer when needed. */
+static int read_physical(ref_fs *fs, int disk, uint64_t physical, uint8_t *buf, size_t len)
+{
+	uint32_t ss = sim_disk_sector_size(fs->vol, (unsigned)disk);
+	if (physical % ss == 0 && len % ss == 0) {
+		int r = sim_read(fs->vol, (unsigned)disk, physical, buf, len);
+		return r ? ref_fail(fs, -r, "%s", sim_volume_error(fs->vol)) : 0;
+	}
+	uint64_t start = physical - physical % ss;
+	uint64_t end = (physical + len + ss - 1) / ss * ss;
+	uint8_t *tmp = malloc(end - start);
+	if (!tmp)
+		return ref_fail(fs, ENOMEM, "out of memory");
+	int r = sim_read(fs->vol, (unsigned)disk, start, tmp, end - start);
+	if (r)
+		r = ref_fail(fs, -r, "%s", sim_volume_error(fs->vol));
+	else
+		memcpy(buf, tmp + (physical - start), len);
+	free(tmp);
+	return r;
+}
+
+int ref_read_logical(ref_fs *fs, uint64_t logical, void *buf, size_t len, int mirror)
+{
+	uint8_t *out = buf;
+	while (len) {
+		const struct ref_chunk *c = chunk_find(fs, logical);
+		if (!c)
+			return ref_fail(fs, EUCLEAN, "logical %llu is not mapped by any chunk",
+					(unsigned long long)logical);
+		struct ref_copy copies[REF_MAX_COPIES];
+		uint64_t run;
+		int n = chunk_map(c, logical, len, copies, &run);
+		if (n <= 0)
+			return ref_fail(fs, EUCLEAN, "logical %llu: unsupported chunk profile",
+					(unsigned long long)logical);
+		const struct ref_copy *cp = &copies[mirror % n];
+		int r, rebuild = cp->disk == REF_COPY_REBUILT ? mirror % n : 0;
+		/* RAID5/6 with the stripe's device missing: degraded reads rebuild it. */
+		if (cp->disk == -1 && n > 1 && copies[1].disk == REF_COPY_REBUILT)
+			rebuild = 1;
+		if (rebuild) {
+			if ((r = raid56_rebuild(fs, c, logical, out, run, rebuild)))
+				return r;
+			out += run;
+			logical += run;
+			len -= run;
+			continue;
+		}
+		if (cp->disk < 0)
+			return ref_fail(fs, ENODEV, "logical %llu: copy %d is on missing device %llu",
+					(unsigned long long)logical, mirror % n,
+					(unsigned long long)cp->devid);
+		r = read_physical(fs, cp->disk, cp->physical, out, run);
+		if (r)
+			return r;
+		out += run;
+		logical += run;
+		len -= run;
+	}
+	return 0;
+}
+
+int ref_num_copies(ref_fs *fs, uint64_t logical)
+{
+	const struct ref_chunk *c = chunk_find(fs, logical);
+	if (!c)
+		return 0;
+	struct ref_copy copies[REF_MAX_COPIES];
+	uint64_t run;
+	return chunk_map(c, logical, 1, copies, &run);
+}
+
+int ref_map(ref_fs *fs, uint64_t logical, struct ref_phys *out, int max, uint64_t *run)
+{
+	const struct ref_chunk *c = chunk_find(fs, logical);
+	if (!c)
+		return ref_fail(fs, ENOENT, "logical %llu is not mapped by any chunk",
+				(unsigned long long)logical);
+	struct ref_copy copies[REF_MAX_COPIES];
+	int n = chunk_map(c, logical, UINT64_MAX, copies, run);
+	for (int i = 0; i < n && i < max; i++)
+		out[i] = (struct ref_phys){ copies[i].disk, copies[i].physical };
+	return n < max ? n : max;
+}

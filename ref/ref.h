@@ -1,0 +1,179 @@
+/*
+ * ref.h - btrsim's reference Btrfs: opening a volume read-only, walking its
+ * trees, and reading its files.  Devices are seen only through sim/.
+ *
+ * Every function that can fail returns 0 (or a count) or a negative errno and
+ * leaves one line in ref_error().  Corrupt images give EUCLEAN (a structure
+ * that breaks the format rules) or EIO (a checksum mismatch with no good
+ * copy); they never crash, hang or allocate without bound.
+ */
+#ifndef BTRSIM_REF_REF_H
+#define BTRSIM_REF_REF_H
+
+#include "ref/format.h"
+#include "sim/sim.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <time.h>
+
+typedef struct ref_fs ref_fs;
+
+struct ref_open_opts {
+	bool degraded; /* open with devices missing where every chunk still has a copy */
+	int super_mirror; /* -1: the newest valid copy; 0..2: only that copy */
+	FILE *log; /* where to report repaired reads and fallbacks (NULL: nowhere) */
+};
+
+/* Opens the file system on the disks of vol (any order; matched by fsid and
+ * devid).  The volume stays owned by the caller and must outlive the fs. */
+int ref_open(sim_volume *vol, const struct ref_open_opts *opts, ref_fs **out, char *err,
+	     size_t errlen);
+void ref_close(ref_fs *fs);
+const char *ref_error(const ref_fs *fs);
+
+/* The superblock in use (raw, little-endian) and which copy it came from. */
+const struct btrfs_super_disk *ref_super(const ref_fs *fs);
+int ref_super_mirror(const ref_fs *fs);
+
+/* Reads superblock copy `mirror` of one disk without opening anything.
+ * Returns 0, -ENOENT when the copy lies past the end of the disk, -EIO on a
+ * read error; *valid tells whether magic, bytenr and checksum are right. */
+int ref_read_super(sim_volume *vol, unsigned disk, int mirror, struct btrfs_super_disk *sb,
+		   bool *valid);
+
+/* ---- Trees ---- */
+
+struct ref_key {
+	uint64_t objectid;
+	uint8_t type;
+	uint64_t offset;
+};
+
+int ref_key_cmp(const struct ref_key *a, const struct ref_key *b);
+
+/* A tree block, validated, shared from the block cache. */
+struct ref_block;
+const uint8_t *ref_block_data(const struct ref_block *b);
+void ref_block_put(ref_fs *fs, struct ref_block *b);
+/* Reads the tree block at logical bytenr and validates it on its own (checksum,
+ * header, item layout, key order).  Expectations of 0 / -1 are not checked:
+ * gen 0, level -1, owner 0. */
+int ref_read_block(ref_fs *fs, uint64_t bytenr, uint64_t gen, int level, uint64_t owner,
+		   struct ref_block **out);
+
+/* A position in a tree: the block and slot at each level. */
+struct ref_path {
+	struct ref_block *blk[BTRFS_MAX_TREE_LEVEL];
+	int slot[BTRFS_MAX_TREE_LEVEL];
+	int levels;
+};
+
+struct ref_root {
+	uint64_t id;      /* tree objectid */
+	uint64_t bytenr;  /* root block */
+	uint64_t gen;
+	uint8_t level;
+};
+
+/* The root of tree `id` (ROOT, CHUNK, or any tree with a ROOT_ITEM). */
+int ref_find_root(ref_fs *fs, uint64_t id, struct ref_root *out);
+/* Positions path at the first item >= key (returns 0), or returns 1 when there
+ * is none (path released). */
+int ref_search(ref_fs *fs, const struct ref_root *root, const struct ref_key *key,
+	       struct ref_path *path);
+/* Positions path at the last item <= key (0), or returns 1 when there is none. */
+int ref_search_le(ref_fs *fs, const struct ref_root *root, const struct ref_key *key,
+		  struct ref_path *path);
+/* Moves to the next item: 0, 1 at the end (path released), or -errno. */
+int ref_next(ref_fs *fs, struct ref_path *path);
+/* Moves to the previous item: 0, 1 at the start (path released), or -errno. */
+int ref_prev(ref_fs *fs, struct ref_path *path);
+void ref_path_release(ref_fs *fs, struct ref_path *path);
+/* The item under the path. */
+void ref_path_item(const struct ref_path *path, struct ref_key *key, const uint8_t **data,
+		   uint32_t *size);
+
+/* ---- Files ---- */
+
+/* An inode: its subvolume (tree id) and number. */
+struct ref_ino {
+	uint64_t subvol;
+	uint64_t ino;
+};
+
+struct ref_stat {
+	uint64_t size, nbytes, rdev, flags, generation, transid, sequence;
+	uint32_t nlink, uid, gid, mode;
+	struct timespec atime, mtime, ctime, otime;
+};
+
+/* The root directory of a subvolume (BTRFS_FS_TREE_OBJECTID: the top level). */
+int ref_subvol_root(ref_fs *fs, uint64_t subvol, struct ref_ino *out);
+struct ref_subvol_info {
+	uint64_t id, flags, generation, ctransid, otransid;
+	uint8_t uuid[BTRFS_UUID_SIZE], parent_uuid[BTRFS_UUID_SIZE], received_uuid[BTRFS_UUID_SIZE];
+};
+/* A subvolume's ROOT_ITEM fields (uuids zero for a legacy root item). */
+int ref_subvol_info(ref_fs *fs, uint64_t subvol, struct ref_subvol_info *out);
+
+/* One name in a directory.  A subvolume entry leads to that subvolume's root.
+ * type (may be NULL) gets the entry's BTRFS_FT_* type. */
+int ref_lookup(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
+	       struct ref_ino *out, uint8_t *type);
+/* A path of '/'-separated names from `start` ('.' and empty names skipped, '..'
+ * goes up); symlinks are not followed. */
+int ref_resolve(ref_fs *fs, const struct ref_ino *start, const char *path, struct ref_ino *out);
+int ref_stat(ref_fs *fs, const struct ref_ino *ino, struct ref_stat *st);
+
+struct ref_dirent {
+	const char *name; /* not NUL-terminated */
+	size_t len;
+	struct ref_ino ino;
+	uint8_t type;   /* BTRFS_FT_* */
+	uint64_t index; /* DIR_INDEX order */
+};
+/* Calls fn for each entry in DIR_INDEX order; a non-zero return stops and is returned. */
+typedef int (*ref_dirent_fn)(void *ctx, const struct ref_dirent *de);
+int ref_readdir(ref_fs *fs, const struct ref_ino *dir, ref_dirent_fn fn, void *ctx);
+/* Reads file data: 0..len bytes (fewer at end of file), data checksums
+ * verified, bad copies replaced by good ones, -EIO when no copy is good. */
+ssize_t ref_pread(ref_fs *fs, const struct ref_ino *ino, void *buf, size_t len, uint64_t off);
+/* A symlink's target, NUL-terminated; returns its length. */
+ssize_t ref_readlink(ref_fs *fs, const struct ref_ino *ino, char *buf, size_t len);
+typedef int (*ref_xattr_fn)(void *ctx, const char *name, size_t nlen, const uint8_t *value,
+			    size_t vlen);
+int ref_listxattr(ref_fs *fs, const struct ref_ino *ino, ref_xattr_fn fn, void *ctx);
+/* Counters of the reads so far: copies repaired from a good mirror, checksum
+ * errors met. */
+void ref_read_stats(const ref_fs *fs, uint64_t *repaired, uint64_t *csum_errors);
+
+/* ---- Checking ---- */
+
+struct ref_check_opts {
+	FILE *out;    /* the report: one line per error, and a summary */
+	bool verbose; /* also say what each pass looked at */
+};
+/* Checks the whole file system read-only, as btrfs check does.  Returns the
+ * number of errors found (0: clean), or a negative errno when the check could
+ * not run. */
+long ref_check(ref_fs *fs, const struct ref_check_opts *opts);
+
+/* ---- Logical reads ---- */
+
+/* Reads len bytes at a logical address (no checksum checks: the caller
+ * verifies), from copy `mirror` of each stripe (0 = first). */
+int ref_read_logical(ref_fs *fs, uint64_t logical, void *buf, size_t len, int mirror);
+/* Where the bytes at `logical` live: up to max copies (sim disk, physical
+ * offset; disk -1 for a missing device), and how many bytes from there stay
+ * contiguous (*run).  Returns the number of copies, or -errno when unmapped. */
+struct ref_phys {
+	int disk;
+	uint64_t physical;
+};
+int ref_map(ref_fs *fs, uint64_t logical, struct ref_phys *out, int max, uint64_t *run);
+/* How many copies the chunk holding `logical` has (0 when unmapped). */
+int ref_num_copies(ref_fs *fs, uint64_t logical);
+
+#endif
