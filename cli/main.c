@@ -16,6 +16,7 @@ static const struct cli_cmd *const commands[] = {
 	&cli_cmd_stat,
 	&cli_cmd_extract,
 	&cli_cmd_check,
+	&cli_cmd_map,
 	&cli_cmd_demo,
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

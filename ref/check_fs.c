@@ -163,13 +163,14 @@ static void ref_name(struct fs_check *c, const struct ref_key *k, uint64_t paren
 			in->root_ref_ok = true;
 		else
 			fs_report(c, k, 0,
-				  "the root directory's only reference must be \"..\" to itself with index 0, not %s in dir %llu index %llu",
+				  "the root directory's only reference must be \"..\" to itself "
+				  "with index 0, not %s in dir %llu index %llu",
 				  fs_qname(nb, sizeof(nb), name, len), (unsigned long long)parent,
 				  (unsigned long long)index);
 		return;
 	}
 	fs_add_link(c, FS_LINK_REF, k, parent, k->objectid, name, len, index,
-		 in->have_item ? in->type : 0);
+		    in->have_item ? in->type : 0);
 }
 
 static void inode_ref(struct fs_check *c, const struct ref_key *k, const uint8_t *data,
@@ -302,7 +303,7 @@ static void dir_entries(struct fs_check *c, const struct ref_key *k, const uint8
 			continue;
 		}
 		fs_add_link(c, index ? FS_LINK_INDEX : FS_LINK_ITEM, k, k->objectid, loc, name, nl,
-			 k->offset, di->type);
+			    k->offset, di->type);
 	}
 }
 

@@ -75,5 +75,12 @@ for variant in default no-holes-off xxhash sha256 blake2 node64k single-meta sma
 	run "rootdir-$variant-ls" 0 "$BTRSIM" ls "$img" /sub/deeper
 	out_has '^hard-3$'
 	done_check
+	if btrfs check --readonly "$img" >"$T/progs.log" 2>&1; then
+		run "rootdir-$variant-check" 0 "$BTRSIM" check "$img"
+		out_has '^no error found$'
+		done_check
+	else
+		skip "rootdir-$variant-check" "btrfs check itself reports errors"
+	fi
 	rm -f "$img"
 done
