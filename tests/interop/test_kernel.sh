@@ -29,6 +29,8 @@ fill() {
 	setfattr -n user.k -v value "$d/inline"
 	chown 42:43 "$d/dir/repeats"
 	chmod 640 "$d/dir/repeats"
+	fallocate -l 1M "$d/prealloc" 2>/dev/null || true
+	fallocate -o 4M -l 1M -n "$d/sparse" 2>/dev/null || true
 	touch -d '2001-02-03 04:05:06.123456789' "$d/random"
 }
 
@@ -132,6 +134,15 @@ if new_fs subvols "" 1 && mount_dev "$MP" "" $DEVS; then
 	out_has '^vol$'
 	out_has '^snap$'
 	done_check
+	rm -rf "$T/out"
+	run kernel-top-without-snapshots 0 "$BTRSIM" extract $IMGS "$T/out"
+	[ -d "$T/out/vol/nested" ] || fail "nested subvolume not extracted"
+	[ -e "$T/out/snap" ] && fail "snapshot extracted without --snapshots"
+	done_check
+	rm -rf "$T/out"
+	run kernel-top-with-snapshots 0 "$BTRSIM" extract --snapshots $IMGS "$T/out"
+	cmp -s "$T/out/snap/random" "$T/snap-src/random" || fail "snapshot content differs"
+	done_check
 	rm -f $IMGS
 else
 	skip kernel-subvolume "could not make the subvolume image"
@@ -179,6 +190,40 @@ degraded_case() {
 	CHECK_OPTS=--degraded check_clean "kernel-$1-check"
 	rm -f $all
 }
+
+# parity_repair NAME "MKFS OPTIONS": a data block of a RAID5/6 volume damaged on
+# its disk is rebuilt from parity, its content right and the repair reported.
+parity_repair() {
+	if ! new_fs "$1" "$2" 4 || ! mount_dev "$MP" "" $DEVS; then
+		skip "kernel-$1" "could not make the $2 image"
+		cleanup_mounts
+		return
+	fi
+	head -c 1048576 /dev/urandom >"$MP/data"
+	cp "$MP/data" "$T/data.src"
+	unmount "$MP"
+	cleanup_mounts
+	ino=$("$BTRSIM" ls -i $IMGS / | awk '$2 == "data" { split($1, a, ":"); print a[2] }')
+	logical=$("$BTRSIM" dump-tree -t fs $IMGS 2>/dev/null |
+		grep -A2 "key ($ino EXTENT_DATA 0)" | awk '/disk byte/ { print $5 }')
+	where=$("$BTRSIM" map $IMGS $((logical + 8192)) 2>/dev/null | awk '/^copy 0:/ { print $3, $5 }')
+	NAME="kernel-$1"
+	set -- $where
+	if [ $# -ne 2 ]; then
+		fail "could not locate the data (logical '$logical')"
+		done_check
+		return
+	fi
+	printf 'garbage!' | dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null
+	run "$NAME" 0 "$BTRSIM" cat $IMGS /data
+	cmp -s "$OUT" "$T/data.src" || fail "wrong data after the repair"
+	err_has 'served from copy 1'
+	done_check
+	rm -f $IMGS
+}
+
+parity_repair parity-raid5 "-m raid1 -d raid5"
+parity_repair parity-raid6 "-m raid1c3 -d raid6"
 
 degraded_case degraded-raid1 "-m raid1 -d raid1" "1 3 4"
 degraded_case degraded-raid10 "-m raid10 -d raid10" "2 3 4"

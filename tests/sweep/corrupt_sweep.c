@@ -10,6 +10,9 @@
  *     reports errors, or a read fails), never served as data;
  *   - the byte flipped in every copy with the checksum fixed up: anything may
  *     be reported, but nothing may crash, hang or trip a sanitizer.
+ * Then the same for bytes of the superblock (geometry, roots, levels, the
+ * sys_chunk_array that maps the chunk tree), changed in every copy with the
+ * checksum fixed up: nothing may crash, hang or trip a sanitizer.
  * Each case works on an O(1) copy-on-write clone of the image in memory.
  *
  * usage: corrupt-sweep IMG [--positions N]
@@ -175,6 +178,29 @@ static int corrupt(sim_volume *vol, const struct ref_phys *copies, int ncopies, 
 	return r;
 }
 
+/* Flips byte pos of every superblock copy on every disk, checksums fixed up. */
+static int corrupt_super(sim_volume *vol, uint32_t pos)
+{
+	struct btrfs_super_disk sb;
+	for (unsigned d = 0; d < sim_volume_ndisks(vol); d++) {
+		for (int m = 0; m < BTRFS_SUPER_MIRRORS; m++) {
+			uint64_t off = btrfs_super_offset(m);
+			if (off + sizeof(sb) > sim_disk_size(vol, d))
+				continue;
+			int r = sim_read(vol, d, off, &sb, sizeof(sb));
+			if (r)
+				return r;
+			((uint8_t *)&sb)[pos] ^= 0x5a;
+			unsigned type = LE16(sb.csum_type);
+			if (ref_csum_size(type))
+				ref_csum(type, (uint8_t *)&sb + 32, sizeof(sb) - 32, sb.csum);
+			if ((r = sim_write(vol, d, off, &sb, sizeof(sb), SIM_FUA)))
+				return r;
+		}
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -260,7 +286,30 @@ int main(int argc, char **argv)
 			}
 		}
 	}
-	printf("corrupt-sweep: %zu tree blocks\n%u passed, %u failed\n", nblocks, passed, failed);
+	/* Superblock: bytenr, flags, generation, roots, sizes, device count, geometry,
+	 * sys_chunk_array_size, csum type, levels, dev_item, and the sys_chunk_array
+	 * (key, length, stripe_len, type, num_stripes, sub_stripes, stripe devid and offset). */
+	const uint32_t super_pos[] = { 0x30, 0x38, 0x48, 0x50, 0x58, 0x70, 0x88, 0x90, 0x94, 0x9c,
+				       0xa0, 0xc4, 0xc6, 0xc7, 0xc9, 0x32b, 0x333, 0x334, 0x33c,
+				       0x344, 0x34c, 0x354, 0x368, 0x36a, 0x36c, 0x374, 0x37c };
+	unsigned super_cases = 0;
+	for (size_t p = 0; p < sizeof(super_pos) / sizeof(super_pos[0]); p++) {
+		sim_volume *c;
+		if (sim_volume_clone(base, &c))
+			return 1;
+		if (corrupt_super(c, super_pos[p])) {
+			printf("FAIL superblock byte %#x: cannot corrupt: %s\n", super_pos[p],
+			       sim_volume_error(c));
+			failed++;
+		} else {
+			run(c, devnull); /* whatever it finds, it must not crash */
+			passed++;
+			super_cases++;
+		}
+		sim_volume_close(c);
+	}
+	printf("corrupt-sweep: %zu tree blocks, %u superblock bytes\n%u passed, %u failed\n", nblocks,
+	       super_cases, passed, failed);
 	free(blocks);
 	free(maps);
 	free(ncopies);
