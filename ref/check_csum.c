@@ -15,8 +15,10 @@ struct range {
 
 struct sctx {
 	struct check *ck;
-	struct range *need;
+	struct range *need; /* sectors that must have checksums */
 	size_t nneed, need_cap;
+	struct range *allow; /* disk extents where checksums may be */
+	size_t nallow, allow_cap;
 	struct range *have;
 	size_t nhave, have_cap;
 };
@@ -70,13 +72,24 @@ static int collect_need(struct sctx *s, uint64_t subvol)
 			const struct btrfs_file_extent_item *fe = (const void *)data;
 			bool sum = !(k.objectid == cur_ino && (cur_flags & BTRFS_INODE_NODATASUM));
 			uint64_t bytenr = LE64(fe->disk_bytenr), len = LE64(fe->disk_num_bytes);
-			if (fe->type == BTRFS_FILE_EXTENT_REG && bytenr && sum && len &&
-			    bytenr + len > bytenr) {
-				if (GROW(s->need, s->nneed, s->need_cap)) {
-					r = -ENOMEM;
-					break;
+			uint64_t off = LE64(fe->offset), num = LE64(fe->num_bytes);
+			if (!bytenr || !len || bytenr + len < bytenr || fe->type == BTRFS_FILE_EXTENT_INLINE) {
+				/* a hole, or malformed: the fs pass reports those */
+			} else if (GROW(s->allow, s->nallow, s->allow_cap)) {
+				r = -ENOMEM;
+				break;
+			} else {
+				s->allow[s->nallow++] = (struct range){ bytenr, bytenr + len };
+				if (fe->type == BTRFS_FILE_EXTENT_REG && sum) {
+					struct range need = { bytenr, bytenr + len };
+					if (!fe->compression && off < len && num <= len - off)
+						need = (struct range){ bytenr + off, bytenr + off + num };
+					if (GROW(s->need, s->nneed, s->need_cap)) {
+						r = -ENOMEM;
+						break;
+					}
+					s->need[s->nneed++] = need;
 				}
-				s->need[s->nneed++] = (struct range){ bytenr, bytenr + len };
 			}
 		}
 		r = ref_next(fs, &path);
@@ -168,13 +181,15 @@ int check_csums(struct check *ck)
 		r = collect_have(&s);
 	if (!r) {
 		s.nneed = merge(s.need, s.nneed);
+		s.nallow = merge(s.allow, s.nallow);
 		s.nhave = merge(s.have, s.nhave);
 		report_uncovered(&s, s.need, s.nneed, s.have, s.nhave,
 				 "checksummed data without csum items");
-		report_uncovered(&s, s.have, s.nhave, s.need, s.nneed,
-				 "csum items for no checksummed data extent");
+		report_uncovered(&s, s.have, s.nhave, s.allow, s.nallow,
+				 "csum items outside every referenced data extent");
 	}
 	free(s.need);
+	free(s.allow);
 	free(s.have);
 	return r;
 }

@@ -200,7 +200,6 @@ const char *ref_print_bg_flags(uint64_t flags, char *buf, size_t len)
 	/* progs v6.2's bg_flags_to_str, quirks included: `empty` only clears on
 	 * DATA, the profile is the first of RAID10, RAID1, RAID1C3, RAID1C4, DUP,
 	 * RAID0, RAID5, RAID6 that is set, and single prints in lower case. */
-	const char *type = "";
 	bool data = flags & BTRFS_BLOCK_GROUP_DATA;
 	bool meta = flags & BTRFS_BLOCK_GROUP_METADATA;
 	bool sys = flags & BTRFS_BLOCK_GROUP_SYSTEM;
@@ -208,7 +207,7 @@ const char *ref_print_bg_flags(uint64_t flags, char *buf, size_t len)
 		"", "DATA", "SYSTEM", "DATA|SYSTEM",
 		"METADATA", "DATA|METADATA", "METADATASYSTEM", "DATA|METADATA|SYSTEM",
 	};
-	type = types[data | sys << 1 | meta << 2];
+	const char *type = types[data | sys << 1 | meta << 2];
 	const char *profile = "single";
 	if (flags & BTRFS_BLOCK_GROUP_RAID10)
 		profile = "RAID10";

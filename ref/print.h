@@ -39,7 +39,10 @@ void ref_print_volume_item(FILE *out, const struct ref_print_ctx *ctx, const str
 			   const uint8_t *data, uint32_t size);
 /* A chunk item's lines (also used for the superblock's sys_chunk_array). */
 void ref_print_chunk(FILE *out, const struct btrfs_chunk *c, uint32_t size);
-/* A whole tree block: header lines, then every item (leaf) or key pointer (node). */
+/* A whole tree block of ctx->nodesize bytes: header lines, then every item
+ * (leaf) or key pointer (node).  Reads nothing outside the block: a corrupt
+ * nritems or item pointer stops the listing with progs' "ERROR: ..." /
+ * "WARNING: ..." lines on stderr, as progs does. */
 void ref_print_block(FILE *out, const struct ref_print_ctx *ctx, const uint8_t *block);
 /* A superblock copy read from `bytenr` of device `dev`; full adds the
  * sys_chunk_array and backup roots.  Starts with the "superblock: bytenr=..."
@@ -55,7 +58,7 @@ void ref_print_key_type(FILE *out, uint64_t objectid, uint8_t type);
 /* A btrfs_disk_key as progs' btrfs_print_key: "key (...)". */
 void ref_print_disk_key(FILE *out, const struct btrfs_disk_key *key);
 /* Block group and chunk type flags: "DATA|single", "METADATA|DUP", ...
- * (buf of at least 64 bytes). */
+ * into buf (64 bytes hold any). */
 const char *ref_print_bg_flags(uint64_t flags, char *buf, size_t len);
 /* "<prefix>SEC.NSEC (YYYY-MM-DD HH:MM:SS)<suffix>" in local time, from a
  * 12-byte struct btrfs_timespec. */
@@ -63,7 +66,8 @@ void ref_print_timespec(FILE *out, const void *ts, const char *prefix, const cha
 /* A name of `len` bytes as progs prints it: at most BTRFS_NAME_LEN bytes, up to
  * the first NUL, the bytes themselves (progs v6.2 escapes nothing). */
 void ref_print_name(FILE *out, const uint8_t *name, size_t len);
-/* "\t\t(item truncated: N bytes, expected M)" */
+/* "\t\t(item truncated: N bytes, expected M)", after what of a short item
+ * could be printed. */
 void ref_print_truncated(FILE *out, uint64_t have, uint64_t want);
 
 #endif

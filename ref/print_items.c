@@ -52,7 +52,7 @@ static void inode_flags_str(uint64_t flags, char *buf, size_t len)
 	};
 	size_t n = 0;
 	buf[0] = '\0';
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && n < len; i++)
 		if (flags & names[i].bit)
 			n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? "|" : "", names[i].name);
 	if (!n)

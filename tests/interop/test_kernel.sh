@@ -30,6 +30,11 @@ fill() {
 	chown 42:43 "$d/dir/repeats"
 	chmod 640 "$d/dir/repeats"
 	fallocate -l 1M "$d/prealloc" 2>/dev/null || true
+	head -c 1048576 /dev/urandom >"$d/overwritten"
+	sync
+	# Partial writes: into a prealloc extent, over the middle of a written one.
+	dd if=/dev/urandom of="$d/prealloc" bs=4096 seek=10 count=3 conv=notrunc 2>/dev/null
+	dd if=/dev/urandom of="$d/overwritten" bs=4096 seek=100 count=4 conv=notrunc 2>/dev/null
 	fallocate -o 4M -l 1M -n "$d/sparse" 2>/dev/null || true
 	touch -d '2001-02-03 04:05:06.123456789' "$d/random"
 }
