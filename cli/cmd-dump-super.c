@@ -75,6 +75,10 @@ static int cmd_dump_super(int argc, char **argv)
 				continue;
 			}
 			if (LE64(sb.magic) != BTRFS_MAGIC_VALUE && !force) {
+				/* As progs: the copy's heading, then the complaint. */
+				printf("superblock: bytenr=%llu, device=%s\n"
+				       "---------------------------------------------------------\n",
+				       (unsigned long long)btrfs_super_offset(m), dev);
 				rc = cli_fail(&cli_cmd_dump_super,
 					      "%s: bad magic on superblock at %llu (use --force to dump it anyway)",
 					      dev, (unsigned long long)btrfs_super_offset(m));
@@ -83,6 +87,8 @@ static int cmd_dump_super(int argc, char **argv)
 			ref_print_super(stdout, &sb, btrfs_super_offset(m), dev, full);
 			putchar('\n');
 		}
+		if (all)
+			putchar('\n'); /* progs ends each device's copies with one more */
 	}
 	sim_volume_close(vol);
 	return rc;

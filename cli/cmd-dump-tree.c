@@ -21,6 +21,11 @@ static const char usage_text[] =
 	"                      csum, quota, uuid, free-space, block-group, data-reloc\n"
 	"  -b, --block BYTENR  only this tree block (may be repeated)\n"
 	"      --follow        with --block, also every block below it\n"
+	"      --bfs           breadth first: a tree's nodes level by level (default)\n"
+	"      --dfs           depth first, each block followed by its children\n"
+	"      --hide-names    print HIDDEN for file names, subvolume names, xattrs\n"
+	"      --csum-headers  print the checksum in each block header\n"
+	"      --csum-items    print every checksum of EXTENT_CSUM items\n"
 	"  -s, --super N       use superblock copy N (0, 1, 2) instead of the newest\n"
 	"      --degraded      open with devices missing\n"
 	"  -h, --help          show this help\n"
@@ -78,7 +83,14 @@ static int parse_tree(const char *s, uint64_t *id)
 struct dump {
 	ref_fs *fs;
 	struct ref_print_ctx ctx;
+	bool dfs;
 	int errors;
+};
+
+/* A child to print: where it is and what its parent expects of it. */
+struct pending_block {
+	uint64_t bytenr, gen;
+	int level;
 };
 
 static void block_error(struct dump *dp)
@@ -87,42 +99,93 @@ static void block_error(struct dump *dp)
 	dp->errors++;
 }
 
-/* Prints a block and, when follow is set, every block below it, depth first. */
-static void dump_block(struct dump *dp, uint64_t bytenr, uint64_t gen, int level, bool follow)
+/* Prints one block; appends its children (when it is a node) to *kids. */
+static void print_one(struct dump *dp, const struct pending_block *pb, struct pending_block **kids,
+		      size_t *nkids, size_t *cap)
 {
 	struct ref_block *b;
-	if (ref_read_block(dp->fs, bytenr, gen, level, 0, &b)) {
+	if (ref_read_block(dp->fs, pb->bytenr, pb->gen, pb->level, 0, &b)) {
 		block_error(dp);
 		return;
 	}
 	const uint8_t *d = ref_block_data(b);
 	ref_print_block(stdout, &dp->ctx, d);
 	const struct btrfs_header_disk *h = (const void *)d;
-	if (follow && h->level) {
-		/* Copy the pointers: the block may leave the cache while we recurse. */
-		uint32_t n = LE32(h->nritems);
-		struct btrfs_key_ptr_disk *ptrs = malloc((size_t)n * sizeof(*ptrs));
-		if (ptrs)
-			memcpy(ptrs, d + sizeof(*h), (size_t)n * sizeof(*ptrs));
-		int child_level = h->level - 1;
-		ref_block_put(dp->fs, b);
-		if (!ptrs) {
-			fprintf(stderr, "btrsim dump-tree: out of memory\n");
-			dp->errors++;
-			return;
+	uint32_t n = h->level ? LE32(h->nritems) : 0;
+	const struct btrfs_key_ptr_disk *ptrs = (const void *)(d + sizeof(*h));
+	for (uint32_t i = 0; kids && i < n; i++) {
+		if (*nkids == *cap) {
+			size_t ncap = *cap ? *cap * 2 : 64;
+			struct pending_block *p = realloc(*kids, ncap * sizeof(*p));
+			if (!p) {
+				fprintf(stderr, "btrsim dump-tree: out of memory\n");
+				dp->errors++;
+				break;
+			}
+			*kids = p;
+			*cap = ncap;
 		}
-		for (uint32_t i = 0; i < n; i++)
-			dump_block(dp, LE64(ptrs[i].blockptr), LE64(ptrs[i].generation), child_level,
-				   true);
-		free(ptrs);
-		return;
+		(*kids)[(*nkids)++] = (struct pending_block){ LE64(ptrs[i].blockptr),
+							      LE64(ptrs[i].generation), h->level - 1 };
 	}
 	ref_block_put(dp->fs, b);
+}
+
+/* Depth first: a block, then each child's whole subtree. */
+static void dump_dfs(struct dump *dp, const struct pending_block *pb)
+{
+	struct pending_block *kids = NULL;
+	size_t n = 0, cap = 0;
+	print_one(dp, pb, &kids, &n, &cap);
+	for (size_t i = 0; i < n; i++)
+		dump_dfs(dp, &kids[i]);
+	free(kids);
+}
+
+/* Breadth first, as btrfs-progs prints by default: level by level. */
+static void dump_bfs(struct dump *dp, const struct pending_block *root)
+{
+	struct pending_block *cur = malloc(sizeof(*cur)), *next = NULL;
+	size_t ncur = 1, nnext = 0, cap = 0;
+	if (!cur)
+		return;
+	cur[0] = *root;
+	while (ncur) {
+		for (size_t i = 0; i < ncur; i++)
+			print_one(dp, &cur[i], &next, &nnext, &cap);
+		free(cur);
+		cur = next;
+		ncur = nnext;
+		next = NULL;
+		nnext = cap = 0;
+	}
+	free(cur);
+}
+
+/* Prints a block and, when follow is set, every block below it. */
+static void dump_block(struct dump *dp, uint64_t bytenr, uint64_t gen, int level, bool follow)
+{
+	struct pending_block pb = { bytenr, gen, level };
+	if (!follow)
+		print_one(dp, &pb, NULL, NULL, NULL);
+	else if (dp->dfs)
+		dump_dfs(dp, &pb);
+	else
+		dump_bfs(dp, &pb);
 }
 
 static void dump_root(struct dump *dp, const struct ref_root *root)
 {
 	dump_block(dp, root->bytenr, root->gen, root->level, true);
+}
+
+static void print_totals(struct dump *dp)
+{
+	const struct btrfs_super_disk *sb = ref_super(dp->fs);
+	printf("total bytes %llu\nbytes used %llu\nuuid ", (unsigned long long)LE64(sb->total_bytes),
+	       (unsigned long long)LE64(sb->bytes_used));
+	ref_print_uuid(stdout, sb->fsid);
+	printf("\n");
 }
 
 /* Every tree with a ROOT_ITEM in the root tree, in key order. */
@@ -181,11 +244,42 @@ static void dump_all(struct dump *dp)
 	}
 	free(keys);
 	free(roots);
-	const struct btrfs_super_disk *sb = ref_super(dp->fs);
-	printf("total bytes %llu\nbytes used %llu\nuuid ", (unsigned long long)LE64(sb->total_bytes),
-	       (unsigned long long)LE64(sb->bytes_used));
-	ref_print_uuid(stdout, sb->fsid);
-	printf("\n");
+	print_totals(dp);
+}
+
+
+/* One tree, with the title line progs prints for it. */
+static void dump_one_tree(struct dump *dp, uint64_t id)
+{
+	struct ref_root root;
+	if (ref_find_root(dp->fs, id, &root)) {
+		block_error(dp);
+		return;
+	}
+	if (id == BTRFS_ROOT_TREE_OBJECTID || id == BTRFS_CHUNK_TREE_OBJECTID) {
+		printf("%s\n", tree_title(id));
+		dump_root(dp, &root);
+		return;
+	}
+	/* The ROOT_ITEM's key: its offset is the snapshot's creation transid. */
+	struct ref_key key = { id, BTRFS_ROOT_ITEM_KEY, 0 };
+	struct ref_root tree_root;
+	struct ref_path path;
+	if (ref_find_root(dp->fs, BTRFS_ROOT_TREE_OBJECTID, &tree_root) == 0 &&
+	    ref_search(dp->fs, &tree_root, &key, &path) == 0) {
+		struct ref_key k;
+		const uint8_t *data;
+		uint32_t size;
+		ref_path_item(&path, &k, &data, &size);
+		if (k.objectid == id && k.type == BTRFS_ROOT_ITEM_KEY)
+			key = k;
+		ref_path_release(dp->fs, &path);
+	}
+	printf("%s key ", tree_title(id));
+	ref_print_key(stdout, &key);
+	printf(" \n");
+	dump_root(dp, &root);
+	print_totals(dp);
 }
 
 static int cmd_dump_tree(int argc, char **argv)
@@ -193,12 +287,16 @@ static int cmd_dump_tree(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "tree", required_argument, NULL, 't' },  { "block", required_argument, NULL, 'b' },
 		{ "follow", no_argument, NULL, 'F' },      { "super", required_argument, NULL, 's' },
+		{ "bfs", no_argument, NULL, 'B' },         { "dfs", no_argument, NULL, 'P' },
+		{ "hide-names", no_argument, NULL, 'N' },  { "csum-headers", no_argument, NULL, 'H' },
+		{ "csum-items", no_argument, NULL, 'I' },
 		{ "degraded", no_argument, NULL, 'D' },    { "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ref_open_opts oo = { .super_mirror = -1, .log = stderr };
 	uint64_t tree = 0, blocks[64], v;
-	bool have_tree = false, follow = false;
+	bool have_tree = false, follow = false, dfs = false;
+	unsigned mode = 0;
 	int nblocks = 0, c;
 	optind = 1;
 	opterr = 0;
@@ -215,6 +313,11 @@ static int cmd_dump_tree(int argc, char **argv)
 			blocks[nblocks++] = v;
 			break;
 		case 'F': follow = true; break;
+		case 'B': dfs = false; break;
+		case 'P': dfs = true; break;
+		case 'N': mode |= REF_PRINT_HIDE_NAMES; break;
+		case 'H': mode |= REF_PRINT_CSUM_HEADERS; break;
+		case 'I': mode |= REF_PRINT_CSUM_ITEMS; break;
 		case 's':
 			if (cli_parse_u64(optarg, &v, 0) || v > 2)
 				return cli_usage_error(&cli_cmd_dump_tree, "--super takes 0, 1 or 2, not '%s'",
@@ -237,16 +340,13 @@ static int cmd_dump_tree(int argc, char **argv)
 	const struct btrfs_super_disk *sb = ref_super(dp.fs);
 	dp.ctx = (struct ref_print_ctx){ .csum_type = LE16(sb->csum_type),
 					 .sectorsize = LE32(sb->sectorsize),
-					 .nodesize = LE32(sb->nodesize) };
+					 .nodesize = LE32(sb->nodesize), .mode = mode };
+	dp.dfs = dfs;
 	if (nblocks) {
 		for (int i = 0; i < nblocks; i++)
 			dump_block(&dp, blocks[i], 0, -1, follow);
 	} else if (have_tree) {
-		struct ref_root root;
-		if (ref_find_root(dp.fs, tree, &root))
-			block_error(&dp);
-		else
-			dump_root(&dp, &root);
+		dump_one_tree(&dp, tree);
 	} else {
 		dump_all(&dp);
 	}
