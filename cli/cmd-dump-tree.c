@@ -188,6 +188,42 @@ static void print_totals(struct dump *dp)
 	printf("\n");
 }
 
+/* The trees the log root tree points to (one per subvolume with fsynced changes). */
+static void dump_log_trees(struct dump *dp, const struct ref_root *log)
+{
+	struct ref_path path;
+	struct ref_key key = { 0, 0, 0 };
+	int r = ref_search(dp->fs, log, &key, &path);
+	while (r == 0) {
+		struct ref_key k;
+		const uint8_t *data;
+		uint32_t size;
+		ref_path_item(&path, &k, &data, &size);
+		if (k.type == BTRFS_ROOT_ITEM_KEY && size >= btrfs_legacy_root_item_size()) {
+			const struct btrfs_root_item *ri = (const void *)data;
+			struct pending_block pb = { LE64(ri->bytenr), LE64(ri->generation), ri->level };
+			printf("log tree key ");
+			ref_print_key(stdout, &k);
+			printf(" \n");
+			/* Print from a copy: the walk below may push this leaf out of the cache. */
+			struct ref_key next = k;
+			ref_path_release(dp->fs, &path);
+			if (pb.level < BTRFS_MAX_TREE_LEVEL)
+				dump_block(dp, pb.bytenr, pb.gen, pb.level, true);
+			next.offset++;
+			if (!next.offset) {
+				next.type++;
+			}
+			r = ref_search(dp->fs, log, &next, &path);
+			continue;
+		}
+		r = ref_next(dp->fs, &path);
+	}
+	ref_path_release(dp->fs, &path);
+	if (r < 0)
+		block_error(dp);
+}
+
 /* Every tree with a ROOT_ITEM in the root tree, in key order. */
 static void dump_all(struct dump *dp)
 {
@@ -198,6 +234,12 @@ static void dump_all(struct dump *dp)
 	ref_find_root(dp->fs, BTRFS_CHUNK_TREE_OBJECTID, &root);
 	printf("chunk tree\n");
 	dump_root(dp, &root);
+	const struct btrfs_super_disk *sb = ref_super(dp->fs);
+	struct ref_root log = { BTRFS_TREE_LOG_OBJECTID, LE64(sb->log_root), 0, sb->log_root_level };
+	if (log.bytenr) {
+		printf("log root tree\n");
+		dump_root(dp, &log);
+	}
 	struct ref_path path;
 	struct ref_key key = { 0, 0, 0 };
 	ref_find_root(dp->fs, BTRFS_ROOT_TREE_OBJECTID, &root);
@@ -244,6 +286,8 @@ static void dump_all(struct dump *dp)
 	}
 	free(keys);
 	free(roots);
+	if (log.bytenr)
+		dump_log_trees(dp, &log);
 	print_totals(dp);
 }
 
