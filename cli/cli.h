@@ -27,6 +27,7 @@ extern const struct cli_cmd cli_cmd_stat;
 extern const struct cli_cmd cli_cmd_extract;
 extern const struct cli_cmd cli_cmd_check;
 extern const struct cli_cmd cli_cmd_map;
+extern const struct cli_cmd cli_cmd_mkfs;
 
 /* A NUL-terminated copy of a name that is not (names in tree items are not). */
 char *cli_name_dup(const char *name, size_t len);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 static const struct cli_cmd *const commands[] = {
+	&cli_cmd_mkfs,
 	&cli_cmd_dump_super,
 	&cli_cmd_dump_tree,
 	&cli_cmd_ls,

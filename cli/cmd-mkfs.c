@@ -1,0 +1,181 @@
+/* cmd-mkfs.c - `btrsim mkfs`: make a new file system on an image file. */
+#include "cli/image.h"
+#include "ref/csum.h"
+#include "ref/mkfs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char usage_text[] =
+	"usage: btrsim mkfs [options] IMG\n"
+	"\n"
+	"Make a Btrfs file system on the image file IMG (created when missing, which\n"
+	"needs --size), with mkfs.btrfs's default features: free-space tree, no-holes,\n"
+	"skinny metadata, extended inode refs.  One device; profiles single and DUP.\n"
+	"\n"
+	"  -d, --data PROFILE      single (default) or dup\n"
+	"  -m, --metadata PROFILE  dup (default) or single\n"
+	"      --csum TYPE         crc32c (default), xxhash, sha256 or blake2\n"
+	"  -n, --nodesize SIZE     tree block size, 4k to 64k (default 16k)\n"
+	"  -s, --sectorsize SIZE   4096 (the only one supported)\n"
+	"  -L, --label LABEL       file system label\n"
+	"      --size SIZE         bytes of the image to use (K, M, G, T suffixes)\n"
+	"      --seed N            seed of the uuids (default: a fresh one, printed)\n"
+	"      --time SECONDS      timestamp of the new inodes (default: now)\n"
+	"  -f, --force             overwrite an existing file system\n"
+	"  -h, --help              show this help\n";
+
+const struct cli_cmd cli_cmd_mkfs;
+
+static int parse_profile(const char *s, uint64_t *out)
+{
+	if (!strcasecmp(s, "single"))
+		*out = 0;
+	else if (!strcasecmp(s, "dup"))
+		*out = BTRFS_BLOCK_GROUP_DUP;
+	else
+		return -1;
+	return 0;
+}
+
+static int parse_csum(const char *s, unsigned *out)
+{
+	static const char *const names[] = { "crc32c", "xxhash", "sha256", "blake2" };
+	for (unsigned i = 0; i < 4; i++)
+		if (!strcasecmp(s, names[i]) || (i == 1 && !strcasecmp(s, "xxhash64")) ||
+		    (i == 3 && !strcasecmp(s, "blake2b"))) {
+			*out = i;
+			return 0;
+		}
+	return -1;
+}
+
+static void print_uuid(const uint8_t *u)
+{
+	printf("%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x\n", u[0], u[1], u[2],
+	       u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+}
+
+static int cmd_mkfs(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "data", required_argument, NULL, 'd' },     { "metadata", required_argument, NULL, 'm' },
+		{ "csum", required_argument, NULL, 'C' },     { "nodesize", required_argument, NULL, 'n' },
+		{ "sectorsize", required_argument, NULL, 's' }, { "label", required_argument, NULL, 'L' },
+		{ "size", required_argument, NULL, 'S' },     { "seed", required_argument, NULL, 'E' },
+		{ "time", required_argument, NULL, 'T' },     { "force", no_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },           { NULL, 0, NULL, 0 },
+	};
+	struct ref_mkfs_opts o;
+	ref_mkfs_defaults(&o);
+	bool force = false, have_seed = false, have_time = false;
+	uint64_t v;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "d:m:n:s:L:fh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			if (parse_profile(optarg, &o.data_profile))
+				return cli_usage_error(&cli_cmd_mkfs, "data profile '%s': single or dup", optarg);
+			break;
+		case 'm':
+			if (parse_profile(optarg, &o.meta_profile))
+				return cli_usage_error(&cli_cmd_mkfs, "metadata profile '%s': single or dup",
+						       optarg);
+			break;
+		case 'C':
+			if (parse_csum(optarg, &o.csum_type))
+				return cli_usage_error(&cli_cmd_mkfs, "checksum '%s': crc32c, xxhash, sha256 or blake2",
+						       optarg);
+			break;
+		case 'n':
+		case 's':
+			if (cli_parse_u64(optarg, &v, 1) || v > 65536)
+				return cli_usage_error(&cli_cmd_mkfs, "bad size '%s'", optarg);
+			*(c == 'n' ? &o.nodesize : &o.sectorsize) = (uint32_t)v;
+			break;
+		case 'L': o.label = optarg; break;
+		case 'S':
+			if (cli_parse_u64(optarg, &o.size, 1) || !o.size)
+				return cli_usage_error(&cli_cmd_mkfs, "bad size '%s'", optarg);
+			break;
+		case 'E':
+			if (cli_parse_u64(optarg, &o.seed, 0))
+				return cli_usage_error(&cli_cmd_mkfs, "bad seed '%s'", optarg);
+			have_seed = true;
+			break;
+		case 'T':
+			if (cli_parse_u64(optarg, &o.time, 0))
+				return cli_usage_error(&cli_cmd_mkfs, "bad time '%s'", optarg);
+			have_time = true;
+			break;
+		case 'f': force = true; break;
+		case 'h': return cli_help(&cli_cmd_mkfs);
+		default: return cli_usage_error(&cli_cmd_mkfs, "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (argc - optind != 1)
+		return cli_usage_error(&cli_cmd_mkfs, "needs exactly one image");
+	char *img = argv[optind];
+	struct stat st;
+	if (stat(img, &st)) {
+		if (errno != ENOENT)
+			return cli_fail(&cli_cmd_mkfs, "%s: %s", img, strerror(errno));
+		if (!o.size)
+			return cli_fail(&cli_cmd_mkfs, "%s does not exist: give --size to create it", img);
+		int fd = open(img, O_WRONLY | O_CREAT | O_EXCL, 0644);
+		if (fd < 0 || ftruncate(fd, (off_t)o.size) || close(fd))
+			return cli_fail(&cli_cmd_mkfs, "cannot create %s: %s", img, strerror(errno));
+	}
+	if (!have_seed && getrandom(&o.seed, sizeof(o.seed), 0) != sizeof(o.seed))
+		o.seed = (uint64_t)time(NULL);
+	if (!have_time)
+		o.time = (uint64_t)time(NULL);
+	sim_volume *vol;
+	int rc = cli_open_volume(&cli_cmd_mkfs, &img, 1, true, &vol);
+	if (rc)
+		return rc;
+	struct btrfs_super_disk sb;
+	bool valid;
+	if (!force && ref_read_super(vol, 0, 0, &sb, &valid) == 0 && valid) {
+		sim_volume_close(vol);
+		return cli_fail(&cli_cmd_mkfs, "%s holds a btrfs file system already (use -f to overwrite)",
+				img);
+	}
+	uint8_t fsid[16];
+	char err[256];
+	if (ref_mkfs(vol, &o, fsid, err, sizeof(err))) {
+		rc = cli_fail(&cli_cmd_mkfs, "%s: %s", img, err);
+	} else {
+		printf("Label:              %s\nUUID:               ", o.label ? o.label : "(null)");
+		print_uuid(fsid);
+		printf("Node size:          %u\nSector size:        %u\n", o.nodesize, o.sectorsize);
+		printf("Filesystem size:    %llu\n",
+		       (unsigned long long)(o.size ? o.size : sim_disk_size(vol, 0)));
+		printf("Block group profiles:\n  Data:             %s\n  Metadata:         %s\n"
+		       "  System:           %s\n",
+		       o.data_profile ? "DUP" : "single", o.meta_profile ? "DUP" : "single",
+		       o.meta_profile ? "DUP" : "single");
+		printf("Features:           extref, skinny-metadata, no-holes, free-space-tree\n");
+		printf("Checksum:           %s\nSeed:               %llu (rerun with --seed %llu --time %llu)\n",
+		       ref_csum_name(o.csum_type), (unsigned long long)o.seed,
+		       (unsigned long long)o.seed, (unsigned long long)o.time);
+	}
+	sim_volume_close(vol);
+	return rc;
+}
+
+const struct cli_cmd cli_cmd_mkfs = {
+	.name = "mkfs",
+	.summary = "make a new file system on an image file",
+	.usage = usage_text,
+	.run = cmd_mkfs,
+};
