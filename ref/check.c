@@ -100,28 +100,62 @@ static void key_of(const uint8_t *blk, uint32_t i, struct ref_key *k)
 	*k = (struct ref_key){ LE64(dk->objectid), dk->type, LE64(dk->offset) };
 }
 
+/* A block's keys against what its parent says: its first key the parent's
+ * key for it (lo), its last key below the parent's next key (hi). */
+static void check_keys(struct check *ck, uint64_t tree, uint64_t bytenr, const uint8_t *d,
+		       uint64_t parent, const struct ref_key *lo, const struct ref_key *hi)
+{
+	char kb[64], kb2[64];
+	uint32_t n = LE32(((const struct btrfs_header_disk *)d)->nritems);
+	struct ref_key first, last;
+	if (n) {
+		key_of(d, 0, &first);
+		key_of(d, n - 1, &last);
+		if (lo && ref_key_cmp(&first, lo))
+			check_error(ck, "tree %llu block %llu: first key %s is not its parent's %s",
+				    (unsigned long long)tree, (unsigned long long)bytenr,
+				    check_key_str(&first, kb, sizeof(kb)), check_key_str(lo, kb2, sizeof(kb2)));
+		if (hi && ref_key_cmp(&last, hi) >= 0)
+			check_error(ck, "tree %llu block %llu: last key %s is not below the next key %s of its parent",
+				    (unsigned long long)tree, (unsigned long long)bytenr,
+				    check_key_str(&last, kb, sizeof(kb)), check_key_str(hi, kb2, sizeof(kb2)));
+	} else if (parent) {
+		check_error(ck, "tree %llu: block %llu is empty but not a root",
+			    (unsigned long long)tree, (unsigned long long)bytenr);
+	}
+}
+
 /*
  * Walks the tree below bytenr once: every block validated (ref_read_block),
  * its keys inside [lo, hi) given by its parent, its first key equal to the
- * parent's, every reference recorded for the extent pass.
+ * parent's, every reference recorded for the extent pass.  A block reached
+ * again (shared by snapshots) has its level, generation and keys checked
+ * against each further parent too.
  */
 static int walk(struct check *ck, uint64_t tree, uint64_t bytenr, uint64_t gen, int level,
 		uint64_t parent, const struct ref_key *lo, const struct ref_key *hi)
 {
 	struct check_state *st = ck->st;
-	char kb[64], kb2[64];
 	uint64_t *idx = u64map_get(&st->block_index, bytenr, true);
 	if (!idx)
 		return -ENOMEM;
-	if (*idx) { /* shared with a tree walked before: note the reference only */
+	struct ref_block *rb;
+	if (*idx) { /* shared with a tree walked before: check this parent's view of it */
 		struct check_block *b = &st->blocks[*idx - 1];
-		if (b->level != level)
+		if (b->level != level) {
 			check_error(ck, "tree %llu: block %llu is level %u, its parent expects %d",
 				    (unsigned long long)tree, (unsigned long long)bytenr, b->level,
 				    level);
+		} else if (gen && b->gen != gen) {
+			check_error(ck, "tree %llu: block %llu has generation %llu, its parent expects %llu",
+				    (unsigned long long)tree, (unsigned long long)bytenr,
+				    (unsigned long long)b->gen, (unsigned long long)gen);
+		} else if (!ref_read_block(ck->fs, bytenr, 0, -1, 0, &rb)) {
+			check_keys(ck, tree, bytenr, ref_block_data(rb), parent, lo, hi);
+			ref_block_put(ck->fs, rb);
+		}
 		return add_parent(st, b, parent, tree);
 	}
-	struct ref_block *rb;
 	if (ref_read_block(ck->fs, bytenr, gen, level, 0, &rb)) {
 		check_error(ck, "tree %llu: %s", (unsigned long long)tree, ref_error(ck->fs));
 		return 0;
@@ -141,22 +175,7 @@ static int walk(struct check *ck, uint64_t tree, uint64_t bytenr, uint64_t gen, 
 			    (unsigned long long)tree, (unsigned long long)bytenr,
 			    (unsigned long long)b->owner);
 	uint32_t n = LE32(h->nritems);
-	struct ref_key first, last;
-	if (n) {
-		key_of(d, 0, &first);
-		key_of(d, n - 1, &last);
-		if (lo && ref_key_cmp(&first, lo) < 0)
-			check_error(ck, "tree %llu block %llu: first key %s is below its parent's %s",
-				    (unsigned long long)tree, (unsigned long long)bytenr,
-				    check_key_str(&first, kb, sizeof(kb)), check_key_str(lo, kb2, sizeof(kb2)));
-		if (hi && ref_key_cmp(&last, hi) >= 0)
-			check_error(ck, "tree %llu block %llu: last key %s is not below the next key %s of its parent",
-				    (unsigned long long)tree, (unsigned long long)bytenr,
-				    check_key_str(&last, kb, sizeof(kb)), check_key_str(hi, kb2, sizeof(kb2)));
-	} else if (parent) {
-		check_error(ck, "tree %llu: block %llu is empty but not a root",
-			    (unsigned long long)tree, (unsigned long long)bytenr);
-	}
+	check_keys(ck, tree, bytenr, d, parent, lo, hi);
 	if (!r && h->level == 0 && holds_files(tree))
 		r = collect_drefs(ck, tree, d, bytenr);
 	for (uint32_t i = 0; !r && h->level && i < n; i++) {
@@ -254,25 +273,29 @@ long ref_check(ref_fs *fs, const struct ref_check_opts *opts)
 	struct check_state st = { 0 };
 	struct check ck = { fs, opts && opts->out ? opts->out : stdout, 0, opts && opts->verbose,
 			    &st };
-	fprintf(ck.out, "[1/5] checking tree structure\n");
+	fprintf(ck.out, "[1/6] checking tree structure\n");
 	int r = walk_all(&ck);
 	if (!r) {
-		fprintf(ck.out, "[2/5] checking chunks, block groups and device extents\n");
+		fprintf(ck.out, "[2/6] checking chunks, block groups and device extents\n");
 		r = check_chunks(&ck);
 	}
 	if (!r) {
-		fprintf(ck.out, "[3/5] checking fs trees (%zu)\n", st.nsubvols);
+		fprintf(ck.out, "[3/6] checking fs trees (%zu)\n", st.nsubvols);
 		for (size_t i = 0; !r && i < st.nsubvols; i++)
 			r = check_fs_tree(&ck, st.subvols[i]);
 	}
 	if (!r) {
-		fprintf(ck.out, "[4/5] checking extent references (%zu tree blocks, %zu data references)\n",
+		fprintf(ck.out, "[4/6] checking extent references (%zu tree blocks, %zu data references)\n",
 			st.nblocks, st.ndrefs);
 		r = check_extents(&ck);
 	}
 	if (!r) {
-		fprintf(ck.out, "[5/5] checking csums\n");
+		fprintf(ck.out, "[5/6] checking csums\n");
 		r = check_csums(&ck);
+	}
+	if (!r) {
+		fprintf(ck.out, "[6/6] checking the free-space tree\n");
+		r = check_free_space(&ck);
 	}
 	state_free(&st);
 	if (r)

@@ -8,6 +8,7 @@
  *                  with the right count and backref, and nothing more
  *   check_chunk.c  chunks, block groups and device extents agree
  *   check_csum.c   csum items cover exactly the checksummed data
+ *   check_fst.c    the free-space tree records exactly what the extents leave free
  * Every problem is one line on the report, "ERROR: " then the tree, the key
  * and what is wrong, as btrfs check prints them.
  */
@@ -77,5 +78,6 @@ int check_fs_tree(struct check *ck, uint64_t subvol);
 int check_extents(struct check *ck);
 int check_chunks(struct check *ck);
 int check_csums(struct check *ck);
+int check_free_space(struct check *ck);
 
 #endif
