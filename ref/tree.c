@@ -71,6 +71,8 @@ const char *block_invalid(const ref_fs *fs, const uint8_t *data, uint64_t bytenr
 	if (h->level >= BTRFS_MAX_TREE_LEVEL)
 		return "level is 8 or more";
 	uint64_t gen = LE64(h->generation), owner = LE64(h->owner);
+	if (owner == 0)
+		return "owner 0 is not a tree";
 	if (gen > fs->generation + (owner == BTRFS_TREE_LOG_OBJECTID))
 		return "generation is newer than the superblock's";
 	if (h->level) {
