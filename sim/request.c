@@ -191,9 +191,10 @@ static int store_durable(sim_volume *vol, struct sim_disk *d, uint64_t sector, u
 	int r = media_write_buf(vol, d, sector, n, src);
 	if (r)
 		return r;
-	if (d->cache.nset)
-		for (uint32_t i = 0; i < n; i++)
-			bm_set(&d->cache, sector + i, NULL); /* clearing never allocates */
+	/* Clearing can still allocate: a cache shared with a clone is copied first. */
+	for (uint32_t i = 0; d->cache.nset && i < n; i++)
+		if (bm_set(&d->cache, sector + i, NULL))
+			return sim_fail(vol, ENOMEM, "out of memory dropping cached sectors");
 	supersede_pending(d, sector, n);
 	return 0;
 }

@@ -226,6 +226,19 @@ Test(clone, the_clone_inherits_faults_and_random_streams)
 	cr_assert(origin_fails > 0);
 	sim_volume_close(c);
 	sim_volume_close(vol);
+
+	/* Latent sector errors come along, and clearing them is per volume. */
+	vol = tu_open(1, DISK, SS, 11);
+	cr_assert_eq(sim_disk_add_latent(vol, 0, 4, 2), 0);
+	c = clone_of(vol);
+	cr_assert_eq(sim_read(c, 0, 4 * SS, buf, SS), -EIO);
+	cr_assert_eq(sim_read(c, 0, 5 * SS, buf, SS), -EIO);
+	cr_assert_eq(sim_read(c, 0, 6 * SS, buf, SS), 0);
+	tu_write_ok(c, 0, 4 * SS, 2 * SS, 1, 0);
+	cr_assert_eq(sim_read(c, 0, 4 * SS, buf, SS), 0);
+	cr_assert_eq(sim_read(vol, 0, 4 * SS, buf, SS), -EIO, "the origin's stay");
+	sim_volume_close(c);
+	sim_volume_close(vol);
 }
 
 Test(clone, two_thousand_clones)

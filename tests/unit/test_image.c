@@ -206,6 +206,16 @@ Test(image, save_image_of_a_memory_disk)
 	cr_assert_eq(sim_disk_durable_hash(img, 0, &h2), 0);
 	cr_assert_eq(h1, h2);
 	cr_assert_eq(sim_disk_durable_cmp(vol, 1, img, 0), 1, "another disk differs");
+	/* One flipped bit changes both the comparison and the hash; flipping it back
+	 * restores them. */
+	cr_assert_eq(sim_disk_flip_bit(vol, 0, 4000, 8), 0);
+	cr_assert_eq(sim_disk_durable_cmp(vol, 0, img, 0), 1);
+	cr_assert_eq(sim_disk_durable_hash(vol, 0, &h2), 0);
+	cr_assert_neq(h1, h2);
+	cr_assert_eq(sim_disk_flip_bit(vol, 0, 4000, 8), 0);
+	cr_assert_eq(sim_disk_durable_cmp(vol, 0, img, 0), 0);
+	cr_assert_eq(sim_disk_durable_hash(vol, 0, &h2), 0);
+	cr_assert_eq(h1, h2);
 	sim_volume_close(img);
 	sim_volume_close(vol);
 	free(path);
