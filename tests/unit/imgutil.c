@@ -80,6 +80,14 @@ void iu_mkfs(const char *dir, const char *img, unsigned mib, const char *opts)
 	      img, mib, img, opts, dir, img);
 }
 
+void iu_make_std(const char *dir, char *img, size_t len)
+{
+	iu_require_mkfs();
+	iu_make_src(dir, 300);
+	snprintf(img, len, "%s/fs.img", dir);
+	iu_mkfs(dir, img, 200, "-n 4096");
+}
+
 struct iu_opened iu_open(const char *img)
 {
 	struct sim_volume_config cfg;
@@ -145,23 +153,14 @@ bool iu_find(const char *img, uint64_t tree, const struct ref_key *from, iu_matc
 	return found;
 }
 
-static bool match_exact(void *ctx, const struct ref_key *k, const uint8_t *data, uint32_t size)
-{
-	(void)data;
-	(void)size;
-	return !ref_key_cmp(ctx, k);
-}
-
 struct iu_item iu_item(const char *img, uint64_t tree, uint64_t objectid, uint8_t type,
 		       uint64_t offset)
 {
 	struct ref_key key = { objectid, type, offset };
 	struct iu_item it;
 	/* The first item >= key is the one, or there is none. */
-	struct ref_key first;
 	bool found = iu_find(img, tree, &key, NULL, NULL, &it);
-	first = it.key;
-	cr_assert(found && match_exact(&key, &first, NULL, 0), "tree %llu: no item (%llu %u %llu)",
+	cr_assert(found && !ref_key_cmp(&key, &it.key), "tree %llu: no item (%llu %u %llu)",
 		  (unsigned long long)tree, (unsigned long long)objectid, type,
 		  (unsigned long long)offset);
 	return it;
@@ -325,6 +324,8 @@ long iu_check(const char *img, char **text)
 	long n = ref_check(o.fs, &opts);
 	fclose(out);
 	cr_assert_geq(n, 0, "check stopped: %s\n%s", ref_error(o.fs), *text);
+	if (getenv("IU_SHOW"))
+		fprintf(stderr, "---- ref_check %s\n%s", img, *text);
 	iu_close(&o);
 	return n;
 }
@@ -368,14 +369,15 @@ void iu_expect_errors(const char *img, ...)
 	free(text);
 }
 
-int iu_btrfs_check(const char *img, char **text)
+int iu_btrfs_check(const char *img, const char *opts, char **text)
 {
 	if (system("command -v btrfs >/dev/null 2>&1"))
 		return -1;
 	char out[1024];
 	snprintf(out, sizeof(out), "%s.btrfs-check", img);
 	char cmd[2600];
-	snprintf(cmd, sizeof(cmd), "btrfs check --readonly %s >%s 2>&1", img, out);
+	snprintf(cmd, sizeof(cmd), "btrfs check --readonly %s %s >%s 2>&1", opts ? opts : "", img,
+		 out);
 	int st = system(cmd);
 	cr_assert(st != -1 && WIFEXITED(st), "%s", cmd);
 	if (text) {
@@ -401,14 +403,28 @@ int iu_btrfs_check(const char *img, char **text)
 	return WEXITSTATUS(st);
 }
 
-void iu_expect_btrfs_check_fails(const char *img, const char *want)
+static void btrfs_check_expect(const char *img, const char *opts, const char *want,
+			       bool must_fail)
 {
 	char *text = NULL;
-	int st = iu_btrfs_check(img, &text);
+	int st = iu_btrfs_check(img, opts, &text);
 	if (st < 0)
 		return; /* btrfs-progs is not installed */
-	cr_expect_neq(st, 0, "btrfs check found nothing wrong:\n%s", text);
+	if (getenv("IU_SHOW"))
+		fprintf(stderr, "---- btrfs check %s(exit %d)\n%s", opts ? opts : "", st, text);
+	if (must_fail)
+		cr_expect_neq(st, 0, "btrfs check found nothing wrong:\n%s", text);
 	if (want)
 		cr_expect_not_null(strstr(text, want), "btrfs check did not say '%s':\n%s", want, text);
 	free(text);
+}
+
+void iu_expect_btrfs_check_fails(const char *img, const char *opts, const char *want)
+{
+	btrfs_check_expect(img, opts, want, true);
+}
+
+void iu_expect_btrfs_check_says(const char *img, const char *opts, const char *want)
+{
+	btrfs_check_expect(img, opts, want, false);
 }

@@ -32,6 +32,11 @@ void iu_make_src(const char *dir, unsigned nsmall);
 /* `truncate -s <mib>M img && mkfs.btrfs -q -f <opts> --rootdir <dir>/src img`. */
 void iu_mkfs(const char *dir, const char *img, unsigned mib, const char *opts);
 
+/* The image most checker tests corrupt: iu_make_src(dir, 300) made into
+ * dir/fs.img (200 MiB, nodesize 4096: a fs tree of three levels, an extent
+ * tree of two, one data extent and one csum item).  img gets its path. */
+void iu_make_std(const char *dir, char *img, size_t len);
+
 struct iu_opened {
 	sim_volume *vol;
 	ref_fs *fs;
@@ -90,18 +95,23 @@ size_t iu_key_ptr_off(int i);
 void iu_patch_super(const char *img, size_t pos, const void *bytes, size_t n);
 
 /* Runs ref_check on the image: the number of errors, the report in *text
- * (malloc'd). */
+ * (malloc'd).  With IU_SHOW set in the environment, it and the btrfs check
+ * expectations below also print their reports to stderr. */
 long iu_check(const char *img, char **text);
 /* Asserts that ref_check finds no error. */
 void iu_expect_clean(const char *img);
-/* Asserts that ref_check finds errors, one line of them containing each of
- * the NULL-terminated strings given. */
+/* Asserts that ref_check finds errors and, for each string of the
+ * NULL-terminated list, that some "ERROR: " line of its report contains it. */
 void iu_expect_errors(const char *img, ...);
-/* Runs `btrfs check --readonly` on the image: its exit status (-1 when btrfs
- * is not installed), its output in *text (malloc'd) when text is not NULL. */
-int iu_btrfs_check(const char *img, char **text);
-/* Asserts that btrfs check finds the image damaged, and that its output holds
- * `want` (when not NULL); nothing when btrfs is not installed. */
-void iu_expect_btrfs_check_fails(const char *img, const char *want);
+/* Runs `btrfs check --readonly <opts> img` (opts may be NULL): its exit
+ * status (-1 when btrfs is not installed), its output in *text (malloc'd)
+ * when text is not NULL. */
+int iu_btrfs_check(const char *img, const char *opts, char **text);
+/* Asserts that btrfs check exits non-zero, and that its output holds `want`
+ * (when not NULL); nothing when btrfs is not installed. */
+void iu_expect_btrfs_check_fails(const char *img, const char *opts, const char *want);
+/* Asserts only that btrfs check's output holds `want`, for the problems it
+ * reports and yet exits 0 on. */
+void iu_expect_btrfs_check_says(const char *img, const char *opts, const char *want);
 
 #endif

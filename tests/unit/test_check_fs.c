@@ -6,15 +6,12 @@
  * Skipped when mkfs.btrfs is not installed.
  */
 #include "ref/check.h"
+#include "imgutil.h"
 #include "testutil.h"
 
 #include <criterion/criterion.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -22,33 +19,18 @@ static char *dir;  /* the test's temporary directory */
 static char img[512];
 static bool have_xattr;
 
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *fmt, ...)
-{
-	char cmd[2048];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	cr_assert_eq(system(cmd), 0, "%s", cmd);
-}
-
 static void put(const char *rel, const void *data, size_t len)
 {
-	char p[600];
-	snprintf(p, sizeof(p), "%s/src/%s", dir, rel);
-	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	cr_assert_geq(fd, 0, "create %s", p);
-	cr_assert_eq(write(fd, data, len), (ssize_t)len);
-	close(fd);
+	char src[600];
+	snprintf(src, sizeof(src), "%s/src", dir);
+	iu_put(src, rel, data, len);
 }
 
 /* The source tree and the image made from it. */
 static void make_image(const char *mkfs_opts)
 {
-	if (system("command -v mkfs.btrfs >/dev/null 2>&1"))
-		cr_skip_test("mkfs.btrfs is not installed");
-	sh("mkdir -p %s/src/d/sub", dir);
+	iu_require_mkfs();
+	iu_sh("mkdir -p %s/src/d/sub", dir);
 	put("d/a", "hello\n", 6);
 	uint8_t *big = tu_pat(300000, 7);
 	put("d/big", big, 300000);
@@ -64,8 +46,7 @@ static void make_image(const char *mkfs_opts)
 	cr_assert_eq(symlink("d/a", q), 0);
 	have_xattr = !setxattr(p, "user.test", "value", 5, 0);
 	snprintf(img, sizeof(img), "%s/fs.img", dir);
-	sh("truncate -s 160M %s && mkfs.btrfs -q -f %s --rootdir %s/src %s >/dev/null 2>&1", img,
-	   mkfs_opts, dir, img);
+	iu_mkfs(dir, img, 160, mkfs_opts);
 }
 
 static void setup(void)
@@ -75,54 +56,17 @@ static void setup(void)
 
 static void teardown(void)
 {
-	if (dir) {
-		char cmd[600];
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-		if (system(cmd)) {
-			/* nothing more to do */
-		}
-	}
-	free(dir);
+	iu_rmtree(dir);
 	dir = NULL;
 }
 
 TestSuite(check_fs, .init = setup, .fini = teardown);
 
-struct opened {
-	sim_volume *vol;
-	ref_fs *fs;
-};
-
-static struct opened open_img(void)
-{
-	struct sim_volume_config cfg;
-	struct stat st;
-	cr_assert_eq(stat(img, &st), 0);
-	sim_config_init(&cfg, 1, 0, 0);
-	cfg.latency = (struct sim_latency){ 0 };
-	cfg.disk[0].image_path = img;
-	cfg.disk[0].size = 0;
-	cfg.disk[0].sector_size = 4096;
-	cfg.disk[0].read_only = true;
-	char err[256] = "";
-	struct opened o = { 0 };
-	cr_assert_eq(sim_volume_open(&cfg, &o.vol, err, sizeof(err)), 0, "%s", err);
-	struct ref_open_opts oo = { .super_mirror = -1 };
-	cr_assert_eq(ref_open(o.vol, &oo, &o.fs, err, sizeof(err)), 0, "%s", err);
-	return o;
-}
-
-static void close_img(struct opened *o)
-{
-	ref_close(o->fs);
-	sim_volume_close(o->vol);
-}
-
 /* check_fs_tree on the top-level tree and the data reloc tree; returns the
  * number of errors, their text in *text (malloc'd). */
 static unsigned long check_all(char **text)
 {
-	struct opened o = open_img();
+	struct iu_opened o = iu_open(img);
 	size_t len;
 	FILE *out = open_memstream(text, &len);
 	cr_assert_not_null(out);
@@ -130,7 +74,7 @@ static unsigned long check_all(char **text)
 	cr_assert_eq(check_fs_tree(&ck, BTRFS_FS_TREE_OBJECTID), 0);
 	cr_assert_eq(check_fs_tree(&ck, (uint64_t)BTRFS_DATA_RELOC_TREE_OBJECTID), 0);
 	fclose(out);
-	close_img(&o);
+	iu_close(&o);
 	return ck.errors;
 }
 
@@ -155,11 +99,11 @@ static void expect_error(const char *want)
 /* The inode at a path of the top-level subvolume. */
 static uint64_t ino_of(const char *path)
 {
-	struct opened o = open_img();
+	struct iu_opened o = iu_open(img);
 	struct ref_ino root, ino;
 	cr_assert_eq(ref_subvol_root(o.fs, BTRFS_FS_TREE_OBJECTID, &root), 0);
 	cr_assert_eq(ref_resolve(o.fs, &root, path, &ino), 0, "%s: %s", path, ref_error(o.fs));
-	close_img(&o);
+	iu_close(&o);
 	return ino.ino;
 }
 
@@ -179,13 +123,13 @@ static int index_of_entry(void *ctx, const struct ref_dirent *de)
 /* The DIR_INDEX key offset of name in the directory at path. */
 static uint64_t index_of(const char *path, const char *name)
 {
-	struct opened o = open_img();
+	struct iu_opened o = iu_open(img);
 	struct ref_ino root, d;
 	cr_assert_eq(ref_subvol_root(o.fs, BTRFS_FS_TREE_OBJECTID, &root), 0);
 	cr_assert_eq(ref_resolve(o.fs, &root, path, &d), 0);
 	struct index_ctx ic = { name, 0 };
 	cr_assert_eq(ref_readdir(o.fs, &d, index_of_entry, &ic), 0);
-	close_img(&o);
+	iu_close(&o);
 	cr_assert_neq(ic.index, 0, "no %s in %s", name, path);
 	return ic.index;
 }
@@ -196,47 +140,10 @@ static uint64_t index_of(const char *path, const char *name)
 static void patch_item(uint64_t objectid, uint8_t type, uint64_t offset, long pos,
 		       const void *bytes, size_t n, bool fix_csum)
 {
-	struct opened o = open_img();
-	struct ref_root root;
-	cr_assert_eq(ref_find_root(o.fs, BTRFS_FS_TREE_OBJECTID, &root), 0);
-	struct ref_key key = { objectid, type, offset }, k;
-	struct ref_path path;
-	cr_assert_eq(ref_search(o.fs, &root, &key, &path), 0);
-	const uint8_t *data;
-	uint32_t size;
-	ref_path_item(&path, &k, &data, &size);
-	cr_assert_eq(ref_key_cmp(&k, &key), 0, "no item (%llu %u %llu)",
-		     (unsigned long long)objectid, type, (unsigned long long)offset);
-	uint64_t at = pos < 0 ? (uint64_t)((long)size + pos) : (uint64_t)pos;
-	cr_assert_leq(at + n, size);
-	uint64_t bytenr = path.blk[0]->bytenr;
-	size_t in_block = (size_t)(data - ref_block_data(path.blk[0])) + at;
-	uint32_t nodesize = o.fs->nodesize;
-	unsigned csum_type = o.fs->csum_type;
-	ref_path_release(o.fs, &path);
-	const struct ref_chunk *c = chunk_find(o.fs, bytenr);
-	cr_assert_not_null(c);
-	struct ref_copy copies[REF_MAX_COPIES];
-	uint64_t run;
-	int ncopies = chunk_map(c, bytenr, nodesize, copies, &run);
-	cr_assert_gt(ncopies, 0);
-	close_img(&o);
-
-	int fd = open(img, O_RDWR);
-	cr_assert_geq(fd, 0);
-	uint8_t *blk = malloc(nodesize);
-	for (int i = 0; i < ncopies; i++) {
-		cr_assert_eq(pread(fd, blk, nodesize, (off_t)copies[i].physical), (ssize_t)nodesize);
-		memcpy(blk + in_block, bytes, n);
-		if (fix_csum) {
-			uint8_t sum[32];
-			cr_assert_eq(ref_csum(csum_type, blk + 32, nodesize - 32, sum), 0);
-			memcpy(blk, sum, 32);
-		}
-		cr_assert_eq(pwrite(fd, blk, nodesize, (off_t)copies[i].physical), (ssize_t)nodesize);
-	}
-	free(blk);
-	close(fd);
+	struct iu_item it = iu_item(img, BTRFS_FS_TREE_OBJECTID, objectid, type, offset);
+	uint64_t at = pos < 0 ? (uint64_t)((long)it.size + pos) : (uint64_t)pos;
+	cr_assert_leq(at + n, it.size);
+	iu_patch_block(img, it.leaf, it.data_off + at, bytes, n, fix_csum);
 }
 
 static void patch_le32(uint64_t objectid, uint8_t type, uint64_t offset, long pos, uint32_t v)
@@ -259,7 +166,7 @@ Test(check_fs, clean_images)
 {
 	make_image("");
 	expect_clean();
-	sh("mkfs.btrfs -q -f -O ^no-holes --rootdir %s/src %s >/dev/null 2>&1", dir, img);
+	iu_sh("mkfs.btrfs -q -f -O ^no-holes --rootdir %s/src %s >/dev/null 2>&1", dir, img);
 	expect_clean();
 }
 
@@ -358,11 +265,11 @@ Test(check_fs, extent_bad_type)
 Test(check_fs, symlink_size)
 {
 	make_image("");
-	struct opened o = open_img();
+	struct iu_opened o = iu_open(img);
 	struct ref_ino root, s;
 	cr_assert_eq(ref_subvol_root(o.fs, BTRFS_FS_TREE_OBJECTID, &root), 0);
 	cr_assert_eq(ref_lookup(o.fs, &root, "s", 1, &s, NULL), 0);
-	close_img(&o);
+	iu_close(&o);
 	patch_le64(s.ino, BTRFS_INODE_ITEM_KEY, 0, II(size), 7);
 	expect_error("symlink target is");
 }
