@@ -165,10 +165,13 @@ static void match_stripes(struct cctx *c)
 					    (unsigned long long)ch->logical, s,
 					    (unsigned long long)want.devid,
 					    (unsigned long long)want.physical);
-			else if (d->chunk != ch->logical || d->length != per)
-				check_error(c->ck, "chunk %llu stripe %u: device extent says chunk %llu length %llu, expected length %llu",
-					    (unsigned long long)ch->logical, s, (unsigned long long)d->chunk,
-					    (unsigned long long)d->length, (unsigned long long)per);
+			else if (d->chunk != ch->logical)
+				check_error(c->ck, "chunk %llu stripe %u: the device extent there belongs to chunk %llu",
+					    (unsigned long long)ch->logical, s, (unsigned long long)d->chunk);
+			else if (d->length != per)
+				check_error(c->ck, "chunk %llu stripe %u: device extent of %llu bytes, the stripe has %llu",
+					    (unsigned long long)ch->logical, s, (unsigned long long)d->length,
+					    (unsigned long long)per);
 		}
 	}
 }
@@ -210,6 +213,22 @@ static void check_devexts(struct cctx *c)
 				    (unsigned long long)c->devs[i].devid,
 				    (unsigned long long)c->devs[i].bytes_used,
 				    (unsigned long long)c->devs[i].extents);
+	uint64_t total = 0;
+	for (size_t i = 0; i < c->ndevs; i++) {
+		total += c->devs[i].total_bytes;
+		/* A device present here must be as large as its item says. */
+		for (size_t k = 0; k < fs->ndevs; k++) {
+			uint64_t have = sim_disk_size(fs->vol, (unsigned)fs->devs[k].disk);
+			if (fs->devs[k].devid == c->devs[i].devid && c->devs[i].total_bytes > have)
+				check_error(c->ck, "device %llu: total_bytes %llu, the disk has %llu",
+					    (unsigned long long)c->devs[i].devid,
+					    (unsigned long long)c->devs[i].total_bytes,
+					    (unsigned long long)have);
+		}
+	}
+	if (total != LE64(fs->sb.total_bytes))
+		check_error(c->ck, "superblock total_bytes %llu, the devices add up to %llu",
+			    (unsigned long long)LE64(fs->sb.total_bytes), (unsigned long long)total);
 	if (c->ndevs != LE64(fs->sb.num_devices))
 		check_error(c->ck, "superblock num_devices %llu, the chunk tree has %zu device items",
 			    (unsigned long long)LE64(fs->sb.num_devices), c->ndevs);

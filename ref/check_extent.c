@@ -24,6 +24,7 @@ struct eref {
 /* An extent item. */
 struct erec {
 	uint64_t bytenr, num_bytes, refs, flags;
+	int level; /* METADATA_ITEM key offset, or the tree_block_info level; -1 for data */
 	bool metadata;
 	bool reached;
 	uint32_t erefs; /* first reference, index + 1 */
@@ -143,18 +144,36 @@ static int load_item(struct ectx *e, const struct ref_key *k, const uint8_t *dat
 			return 0;
 		}
 		struct erec *rec = &e->recs[e->nrecs];
+		int level = !meta ? -1
+			    : k->type == BTRFS_METADATA_ITEM_KEY ? (int)k->offset
+			    : ((const struct btrfs_tree_block_info *)(ei + 1))->level;
 		*rec = (struct erec){ k->objectid,
 				      k->type == BTRFS_METADATA_ITEM_KEY ? fs->nodesize : k->offset,
-				      LE64(ei->refs), flags, meta, false, 0 };
+				      LE64(ei->refs), flags, level, meta, false, 0 };
 		*idx = ++e->nrecs;
+		if (LE64(ei->generation) > fs->generation)
+			check_error(e->ck, "extent tree key %s: generation %llu is newer than the superblock's %llu",
+				    check_key_str(k, kb, sizeof(kb)), (unsigned long long)LE64(ei->generation),
+				    (unsigned long long)fs->generation);
+		/* Tree blocks in METADATA or SYSTEM block groups, data in DATA ones. */
+		const struct ref_chunk *ch = chunk_find(fs, k->objectid);
+		uint64_t want = meta ? BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM
+				     : BTRFS_BLOCK_GROUP_DATA;
+		if (!ch || k->objectid + rec->num_bytes > ch->logical + ch->length)
+			check_error(e->ck, "extent tree key %s: the extent lies outside every chunk",
+				    check_key_str(k, kb, sizeof(kb)));
+		else if (!(ch->type & want))
+			check_error(e->ck, "extent tree key %s: a %s extent in a %s block group",
+				    check_key_str(k, kb, sizeof(kb)), meta ? "tree block" : "data",
+				    ch->type & BTRFS_BLOCK_GROUP_DATA ? "data" : "metadata");
 		if (meta && rec->num_bytes != fs->nodesize)
 			check_error(e->ck, "extent tree key %s: tree block extent of %llu bytes, nodesize is %u",
 				    check_key_str(k, kb, sizeof(kb)), (unsigned long long)rec->num_bytes,
 				    fs->nodesize);
 		return parse_inline(e, rec, k, data + hdr, size - hdr);
 	}
-	if (k->type < BTRFS_TREE_BLOCK_REF_KEY || k->type > BTRFS_SHARED_DATA_REF_KEY ||
-	    k->type == 180 /* the obsolete EXTENT_REF_V0 */)
+	if (k->type != BTRFS_TREE_BLOCK_REF_KEY && k->type != BTRFS_SHARED_BLOCK_REF_KEY &&
+	    k->type != BTRFS_EXTENT_DATA_REF_KEY && k->type != BTRFS_SHARED_DATA_REF_KEY)
 		return 0;
 	struct erec *rec = erec_find(e, k->objectid);
 	if (!rec) {
@@ -262,6 +281,9 @@ static void expect_tree_blocks(struct ectx *e)
 				    rec ? "metadata " : "");
 			continue;
 		}
+		if (rec->level != b->level)
+			check_error(e->ck, "tree block %llu is level %u, its extent item says %d",
+				    (unsigned long long)b->bytenr, b->level, rec->level);
 		for (uint32_t p = b->parents; p; p = st->parents[p - 1].next) {
 			const struct check_parent *par = &st->parents[p - 1];
 			if (!par->parent) {

@@ -108,9 +108,8 @@ Test(check_chunk, dev_extent_length)
 	uint64_t len = get64(&it, DE(length)), chunk = get64(&it, DE(chunk_offset));
 	put64(&it, DE(length), len - 4096);
 	snprintf(want[0], sizeof(want[0]),
-		 "chunk %llu stripe 0: device extent says chunk %llu length %llu, expected length %llu",
-		 (unsigned long long)chunk, (unsigned long long)chunk,
-		 (unsigned long long)len - 4096, (unsigned long long)len);
+		 "chunk %llu stripe 0: device extent of %llu bytes, the stripe has %llu",
+		 (unsigned long long)chunk, (unsigned long long)len - 4096, (unsigned long long)len);
 	iu_expect_errors(img, want[0], "device 1: bytes_used", NULL);
 	iu_expect_btrfs_check_fails(img, NULL, "is not equal to byte-used");
 }
@@ -121,7 +120,8 @@ Test(check_chunk, dev_extent_chunk_offset)
 	struct iu_item it = data_devext();
 	uint64_t chunk = get64(&it, DE(chunk_offset));
 	put64(&it, DE(chunk_offset), chunk + 4096);
-	snprintf(want[0], sizeof(want[0]), "chunk %llu stripe 0: device extent says chunk %llu",
+	snprintf(want[0], sizeof(want[0]),
+		 "chunk %llu stripe 0: the device extent there belongs to chunk %llu",
 		 (unsigned long long)chunk, (unsigned long long)chunk + 4096);
 	snprintf(want[1], sizeof(want[1]), "device extent devid 1 offset %llu: chunk %llu has no such stripe",
 		 (unsigned long long)it.key.offset, (unsigned long long)chunk + 4096);
@@ -150,4 +150,18 @@ Test(check_chunk, super_num_devices)
 	iu_patch_super(img, offsetof(struct btrfs_super_disk, num_devices), &two, 8);
 	iu_expect_errors(img, "superblock num_devices 2, the chunk tree has 1 device items", NULL);
 	iu_expect_btrfs_check_fails(img, NULL, "super num devices mismatch, have 2 expect 1");
+}
+
+Test(check_chunk, super_total_bytes)
+{
+	iu_make_std(dir, img, sizeof(img));
+	struct iu_opened o = iu_open(img);
+	uint64_t total = LE64(ref_super(o.fs)->total_bytes);
+	iu_close(&o);
+	uint64_t le = htole64(total - 1048576);
+	iu_patch_super(img, offsetof(struct btrfs_super_disk, total_bytes), &le, 8);
+	snprintf(want[0], sizeof(want[0]), "superblock total_bytes %llu, the devices add up to %llu",
+		 (unsigned long long)total - 1048576, (unsigned long long)total);
+	iu_expect_errors(img, want[0], NULL);
+	iu_expect_btrfs_check_fails(img, NULL, NULL);
 }

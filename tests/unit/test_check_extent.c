@@ -231,3 +231,25 @@ Test(check_extent, super_bytes_used)
 	iu_expect_errors(img, want[0], NULL);
 	iu_expect_btrfs_check_fails(img, NULL, "super bytes used");
 }
+
+Test(check_extent, extent_generation_in_future)
+{
+	iu_make_std(dir, img, sizeof(img));
+	struct iu_item it = find(data_item, NULL);
+	put64(&it, EI(generation), 1000);
+	snprintf(want[0], sizeof(want[0]), "generation 1000 is newer than the superblock's");
+	iu_expect_errors(img, want[0], NULL);
+	iu_expect_btrfs_check_fails(img, NULL, "invalid generation");
+}
+
+Test(check_extent, metadata_item_level)
+{
+	iu_make_std(dir, img, sizeof(img));
+	struct iu_item it = find(fs_leaf_item, NULL);
+	struct ref_key k = it.key;
+	k.offset = 1; /* the leaf says level 0 */
+	iu_set_key(img, &it, &k);
+	snprintf(want[0], sizeof(want[0]), "tree block %llu is level 0, its extent item says 1",
+		 (unsigned long long)it.key.objectid);
+	iu_expect_errors(img, want[0], NULL);
+}
