@@ -110,9 +110,11 @@ kernel_case zstd "" "compress-force=zstd:3" 1
 kernel_case xxhash "--csum xxhash" "" 1
 kernel_case sha256 "--csum sha256" "" 1
 kernel_case blake2 "--csum blake2" "" 1
+kernel_case raid0 "-m raid0 -d raid0" "" 4
 kernel_case raid1 "-m raid1 -d raid1" "" 4
 kernel_case raid10 "-m raid10 -d raid10" "" 4
 kernel_case raid1c3 "-m raid1c3 -d raid1c3" "" 4
+kernel_case raid1c4 "-m raid1c4 -d raid1c4" "" 4
 kernel_case raid5 "-m raid1 -d raid5" "" 4
 kernel_case raid6 "-m raid1c3 -d raid6" "" 4
 
@@ -134,6 +136,8 @@ if new_fs subvols "" 1 && mount_dev "$MP" "" $DEVS; then
 	cleanup_mounts
 	check_extract kernel-subvolume "$T/vol-src" --subvol /vol
 	check_extract kernel-snapshot "$T/snap-src" --subvol /snap
+	snapid=$("$BTRSIM" ls -i $IMGS / | awk '$2 == "snap" { split($1, a, ":"); print a[1] }')
+	check_extract kernel-snapshot-by-id "$T/snap-src" --subvol "$snapid"
 	check_clean kernel-subvolume-check
 	run kernel-subvol-ls 0 "$BTRSIM" ls $IMGS /
 	out_has '^vol$'

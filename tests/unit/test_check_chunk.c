@@ -7,6 +7,8 @@
  * --readonly` also finds the image damaged.  Skipped when mkfs.btrfs is not
  * installed.
  */
+#include <errno.h>
+#include <string.h>
 #include "imgutil.h"
 #include "testutil.h"
 
@@ -164,4 +166,28 @@ Test(check_chunk, super_total_bytes)
 		 (unsigned long long)total - 1048576, (unsigned long long)total);
 	iu_expect_errors(img, want[0], NULL);
 	iu_expect_btrfs_check_fails(img, NULL, NULL);
+}
+
+/* The superblock's SYSTEM chunk with a stripe far past the end of the disk:
+ * opening fails with a clear reason, nothing is read from there. */
+Test(check_chunk, sys_chunk_outside_device)
+{
+	iu_make_std(dir, img, sizeof(img));
+	size_t at = offsetof(struct btrfs_super_disk, sys_chunk_array) + sizeof(struct btrfs_disk_key) +
+		    offsetof(struct btrfs_chunk, stripe) + offsetof(struct btrfs_stripe, offset);
+	uint64_t far = htole64(UINT64_C(1) << 45);
+	iu_patch_super(img, at, &far, 8);
+	struct sim_volume_config cfg;
+	sim_config_init(&cfg, 1, 0, 0);
+	cfg.disk[0].image_path = img;
+	cfg.disk[0].read_only = true;
+	sim_volume *vol;
+	char err[256];
+	cr_assert_eq(sim_volume_open(&cfg, &vol, err, sizeof(err)), 0, "%s", err);
+	struct ref_open_opts oo = { .super_mirror = -1 };
+	ref_fs *fs = NULL;
+	int r = ref_open(vol, &oo, &fs, err, sizeof(err));
+	cr_assert_eq(r, -EUCLEAN, "ref_open returned %d (%s)", r, err);
+	cr_assert(strstr(err, "maps outside device"), "message: %s", err);
+	sim_volume_close(vol);
 }
