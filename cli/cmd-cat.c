@@ -2,6 +2,7 @@
 #include "cli/image.h"
 
 #include <getopt.h>
+
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -22,37 +23,25 @@ const struct cli_cmd cli_cmd_cat;
 
 static int cmd_cat(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "degraded", no_argument, NULL, 'D' }, { "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct ref_open_opts oo = { .super_mirror = -1, .log = stderr };
-	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'D': oo.degraded = true; break;
-		case 'h': return cli_help(&cli_cmd_cat);
-		default: return cli_usage_error(&cli_cmd_cat, "unknown option '%s'", argv[optind - 1]);
-		}
-	}
+	struct ref_open_opts oo;
+	int rc = cli_parse_open_opts(&cli_cmd_cat, argc, argv, &oo);
+	if (rc)
+		return rc < 0 ? 0 : rc;
 	if (argc - optind < 2)
 		return cli_usage_error(&cli_cmd_cat, "needs at least one image and a path");
 	const char *path = argv[argc - 1];
 	sim_volume *vol;
 	ref_fs *fs;
-	int rc = cli_open_fs(&cli_cmd_cat, argv + optind, argc - optind - 1, &oo, &vol, &fs);
+	rc = cli_open_fs(&cli_cmd_cat, argv + optind, argc - optind - 1, &oo, &vol, &fs);
 	if (rc)
 		return rc;
-	struct ref_ino top, ino;
+	struct ref_ino ino;
 	struct ref_stat st;
 	uint8_t *buf = malloc(CHUNK);
 	if (!buf)
 		rc = cli_fail(&cli_cmd_cat, "out of memory");
-	else if (ref_subvol_root(fs, BTRFS_FS_TREE_OBJECTID, &top) || ref_resolve(fs, &top, path, &ino) ||
-		 ref_stat(fs, &ino, &st))
-		rc = cli_fail(&cli_cmd_cat, "%s: %s", path, ref_error(fs));
+	else if ((rc = cli_resolve(&cli_cmd_cat, fs, path, &ino, &st)))
+		;
 	else if (S_ISDIR(st.mode))
 		rc = cli_fail(&cli_cmd_cat, "%s: is a directory", path);
 	for (uint64_t off = 0; !rc;) {

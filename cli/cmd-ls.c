@@ -144,11 +144,10 @@ static int cmd_ls(int argc, char **argv)
 	int rc = cli_open_fs(&cli_cmd_ls, argv + optind, argc - optind - 1, &oo, &vol, &ls.fs);
 	if (rc)
 		return rc;
-	struct ref_ino top, dir;
+	struct ref_ino dir;
 	struct ref_stat st;
-	if (ref_subvol_root(ls.fs, BTRFS_FS_TREE_OBJECTID, &top) ||
-	    ref_resolve(ls.fs, &top, path, &dir) || ref_stat(ls.fs, &dir, &st)) {
-		rc = cli_fail(&cli_cmd_ls, "%s: %s", path, ref_error(ls.fs));
+	if ((rc = cli_resolve(&cli_cmd_ls, ls.fs, path, &dir, &st))) {
+		/* said why */
 	} else if (!S_ISDIR(st.mode)) {
 		const char *base = strrchr(path, '/');
 		struct entry e = { (char *)(base ? base + 1 : path), dir, 0 };

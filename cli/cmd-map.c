@@ -6,6 +6,7 @@
 
 #include <getopt.h>
 
+
 static const char usage_text[] =
 	"usage: btrsim map [options] IMG... LOGICAL\n"
 	"\n"
@@ -20,21 +21,10 @@ const struct cli_cmd cli_cmd_map;
 
 static int cmd_map(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "degraded", no_argument, NULL, 'D' }, { "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct ref_open_opts oo = { .super_mirror = -1, .log = stderr };
-	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'D': oo.degraded = true; break;
-		case 'h': return cli_help(&cli_cmd_map);
-		default: return cli_usage_error(&cli_cmd_map, "unknown option '%s'", argv[optind - 1]);
-		}
-	}
+	struct ref_open_opts oo;
+	int rc = cli_parse_open_opts(&cli_cmd_map, argc, argv, &oo);
+	if (rc)
+		return rc < 0 ? 0 : rc;
 	uint64_t logical;
 	if (argc - optind < 2)
 		return cli_usage_error(&cli_cmd_map, "needs at least one image and a logical address");
@@ -43,7 +33,7 @@ static int cmd_map(int argc, char **argv)
 	sim_volume *vol;
 	ref_fs *fs;
 	char **imgs = argv + optind;
-	int rc = cli_open_fs(&cli_cmd_map, imgs, argc - optind - 1, &oo, &vol, &fs);
+	rc = cli_open_fs(&cli_cmd_map, imgs, argc - optind - 1, &oo, &vol, &fs);
 	if (rc)
 		return rc;
 	struct ref_phys copies[8];

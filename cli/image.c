@@ -2,6 +2,7 @@
 #include "cli/image.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -44,5 +45,35 @@ int cli_open_fs(const struct cli_cmd *cmd, char **paths, int n, const struct ref
 		*vol = NULL;
 		return cli_fail(cmd, "%s", err);
 	}
+	return 0;
+}
+
+int cli_parse_open_opts(const struct cli_cmd *cmd, int argc, char **argv, struct ref_open_opts *oo)
+{
+	static const struct option opts[] = {
+		{ "degraded", no_argument, NULL, 'D' }, { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	*oo = (struct ref_open_opts){ .super_mirror = -1, .log = stderr };
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'D': oo->degraded = true; break;
+		case 'h': return cli_help(cmd), -1;
+		default: return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	return 0;
+}
+
+int cli_resolve(const struct cli_cmd *cmd, ref_fs *fs, const char *path, struct ref_ino *ino,
+		struct ref_stat *st)
+{
+	struct ref_ino top;
+	if (ref_subvol_root(fs, BTRFS_FS_TREE_OBJECTID, &top) || ref_resolve(fs, &top, path, ino) ||
+	    ref_stat(fs, ino, st))
+		return cli_fail(cmd, "%s: %s", path, ref_error(fs));
 	return 0;
 }

@@ -13,4 +13,12 @@ int cli_open_volume(const struct cli_cmd *cmd, char **paths, int n, bool writabl
 int cli_open_fs(const struct cli_cmd *cmd, char **paths, int n, const struct ref_open_opts *opts,
 		sim_volume **vol, ref_fs **fs);
 
+/* Parses the options of commands that take only --degraded and --help: 0 to go
+ * on (optind at the first operand), -1 after printing the help, or the exit
+ * status of a usage error. */
+int cli_parse_open_opts(const struct cli_cmd *cmd, int argc, char **argv, struct ref_open_opts *oo);
+/* PATH from the top-level subvolume, and its inode; 0, or 1 after saying why. */
+int cli_resolve(const struct cli_cmd *cmd, ref_fs *fs, const char *path, struct ref_ino *ino,
+		struct ref_stat *st);
+
 #endif

@@ -335,31 +335,40 @@ static int readdir_entry(void *ctx, const struct btrfs_dir_item *di, const char 
 	return rc->fn(rc->ctx, &de);
 }
 
-int ref_readdir(ref_fs *fs, const struct ref_ino *dir, ref_dirent_fn fn, void *ctx)
+/* Calls fn for every dir_item entry of the items (ino, type, *) in key order;
+ * *offset (when not NULL) holds the key offset of the item being walked. */
+static int for_each_item_entry(ref_fs *fs, const struct ref_ino *ino, uint8_t type, entry_fn fn,
+			       void *ctx, uint64_t *offset)
 {
 	struct ref_root root;
-	int r = root_of(fs, dir->subvol, &root);
+	int r = root_of(fs, ino->subvol, &root);
 	if (r)
 		return r;
 	struct ref_path path;
-	struct ref_key key = { dir->ino, BTRFS_DIR_INDEX_KEY, 0 };
+	struct ref_key key = { ino->ino, type, 0 };
 	r = ref_search(fs, &root, &key, &path);
-	struct readdir_ctx rc = { fs, dir, 0, fn, ctx };
 	while (r == 0) {
 		struct ref_key k;
 		const uint8_t *data;
 		uint32_t size;
 		ref_path_item(&path, &k, &data, &size);
-		if (k.objectid != dir->ino || k.type != BTRFS_DIR_INDEX_KEY)
+		if (k.objectid != ino->ino || k.type != type)
 			break;
-		rc.index = k.offset;
-		r = for_each_entry(fs, &k, data, size, readdir_entry, &rc);
+		if (offset)
+			*offset = k.offset;
+		r = for_each_entry(fs, &k, data, size, fn, ctx);
 		if (r)
 			break;
 		r = ref_next(fs, &path);
 	}
 	ref_path_release(fs, &path);
 	return r == 1 ? 0 : r;
+}
+
+int ref_readdir(ref_fs *fs, const struct ref_ino *dir, ref_dirent_fn fn, void *ctx)
+{
+	struct readdir_ctx rc = { fs, dir, 0, fn, ctx };
+	return for_each_item_entry(fs, dir, BTRFS_DIR_INDEX_KEY, readdir_entry, &rc, &rc.index);
 }
 
 ssize_t ref_readlink(ref_fs *fs, const struct ref_ino *ino, char *buf, size_t len)
@@ -394,26 +403,6 @@ static int xattr_entry(void *ctx, const struct btrfs_dir_item *di, const char *n
 
 int ref_listxattr(ref_fs *fs, const struct ref_ino *ino, ref_xattr_fn fn, void *ctx)
 {
-	struct ref_root root;
-	int r = root_of(fs, ino->subvol, &root);
-	if (r)
-		return r;
-	struct ref_path path;
-	struct ref_key key = { ino->ino, BTRFS_XATTR_ITEM_KEY, 0 };
-	r = ref_search(fs, &root, &key, &path);
 	struct xattr_ctx xc = { fn, ctx };
-	while (r == 0) {
-		struct ref_key k;
-		const uint8_t *data;
-		uint32_t size;
-		ref_path_item(&path, &k, &data, &size);
-		if (k.objectid != ino->ino || k.type != BTRFS_XATTR_ITEM_KEY)
-			break;
-		r = for_each_entry(fs, &k, data, size, xattr_entry, &xc);
-		if (r)
-			break;
-		r = ref_next(fs, &path);
-	}
-	ref_path_release(fs, &path);
-	return r == 1 ? 0 : r;
+	return for_each_item_entry(fs, ino, BTRFS_XATTR_ITEM_KEY, xattr_entry, &xc, NULL);
 }
