@@ -46,18 +46,15 @@ int ref_subvol_root(ref_fs *fs, uint64_t subvol, struct ref_ino *out)
 int ref_subvol_info(ref_fs *fs, uint64_t subvol, struct ref_subvol_info *out)
 {
 	struct ref_path path;
-	struct ref_key key = { subvol, BTRFS_ROOT_ITEM_KEY, 0 };
-	int r = ref_search(fs, &fs->tree_root, &key, &path);
-	if (r < 0)
-		return r;
 	struct ref_key k;
 	const uint8_t *data;
 	uint32_t size;
-	if (r == 0)
-		ref_path_item(&path, &k, &data, &size);
-	if (r == 1 || k.objectid != subvol || k.type != BTRFS_ROOT_ITEM_KEY ||
-	    size < btrfs_legacy_root_item_size()) {
-		ref_path_release(fs, &path);
+	int r = ref_find_first(fs, &fs->tree_root, subvol, BTRFS_ROOT_ITEM_KEY, &path, &k, &data, &size);
+	if (r && r != -ENOENT)
+		return r;
+	if (r || size < btrfs_legacy_root_item_size()) {
+		if (!r)
+			ref_path_release(fs, &path);
 		return ref_fail(fs, ENOENT, "no subvolume %llu", (unsigned long long)subvol);
 	}
 	const struct btrfs_root_item *ri = (const void *)data;
@@ -234,18 +231,16 @@ static int parent_of(ref_fs *fs, const struct ref_ino *ino, struct ref_ino *out)
 			return 0;
 		}
 		struct ref_path path;
-		struct ref_key key = { ino->subvol, BTRFS_ROOT_BACKREF_KEY, 0 };
-		int r = ref_search(fs, &fs->tree_root, &key, &path);
-		if (r < 0)
-			return r;
 		struct ref_key k;
 		const uint8_t *data;
 		uint32_t size;
-		if (r == 0)
-			ref_path_item(&path, &k, &data, &size);
-		if (r == 1 || k.objectid != ino->subvol || k.type != BTRFS_ROOT_BACKREF_KEY ||
-		    size < sizeof(struct btrfs_root_ref)) {
-			ref_path_release(fs, &path);
+		int r = ref_find_first(fs, &fs->tree_root, ino->subvol, BTRFS_ROOT_BACKREF_KEY, &path, &k,
+				       &data, &size);
+		if (r && r != -ENOENT)
+			return r;
+		if (r || size < sizeof(struct btrfs_root_ref)) {
+			if (!r)
+				ref_path_release(fs, &path);
 			return ref_fail(fs, ENOENT, "subvolume %llu has no parent",
 					(unsigned long long)ino->subvol);
 		}
@@ -259,20 +254,16 @@ static int parent_of(ref_fs *fs, const struct ref_ino *ino, struct ref_ino *out)
 	if (r)
 		return r;
 	struct ref_path path;
-	struct ref_key key = { ino->ino, BTRFS_INODE_REF_KEY, 0 };
-	r = ref_search(fs, &root, &key, &path);
-	if (r < 0)
-		return r;
 	struct ref_key k;
 	const uint8_t *data;
 	uint32_t size;
-	if (r == 0)
-		ref_path_item(&path, &k, &data, &size);
-	bool ok = r == 0 && k.objectid == ino->ino && k.type == BTRFS_INODE_REF_KEY;
-	ref_path_release(fs, &path);
-	if (!ok)
+	r = ref_find_first(fs, &root, ino->ino, BTRFS_INODE_REF_KEY, &path, &k, &data, &size);
+	if (r == -ENOENT)
 		return ref_fail(fs, ENOENT, "inode %llu has no parent reference",
 				(unsigned long long)ino->ino);
+	if (r)
+		return r;
+	ref_path_release(fs, &path);
 	*out = (struct ref_ino){ ino->subvol, k.offset };
 	return 0;
 }

@@ -298,19 +298,14 @@ int ref_find_root(ref_fs *fs, uint64_t id, struct ref_root *out)
 		return 0;
 	}
 	struct ref_path path;
-	struct ref_key key = { id, BTRFS_ROOT_ITEM_KEY, 0 };
-	int r = ref_search(fs, &fs->tree_root, &key, &path);
-	if (r < 0)
-		return r;
 	struct ref_key k;
 	const uint8_t *data;
 	uint32_t size;
-	if (r == 0)
-		ref_path_item(&path, &k, &data, &size);
-	if (r == 1 || k.objectid != id || k.type != BTRFS_ROOT_ITEM_KEY) {
-		ref_path_release(fs, &path);
+	int r = ref_find_first(fs, &fs->tree_root, id, BTRFS_ROOT_ITEM_KEY, &path, &k, &data, &size);
+	if (r == -ENOENT)
 		return ref_fail(fs, ENOENT, "no tree %llu in the root tree", (unsigned long long)id);
-	}
+	if (r)
+		return r;
 	if (size < btrfs_legacy_root_item_size()) {
 		ref_path_release(fs, &path);
 		return ref_fail(fs, EUCLEAN, "root item of tree %llu is %u bytes, too small",

@@ -86,6 +86,11 @@ int ref_search(ref_fs *fs, const struct ref_root *root, const struct ref_key *ke
 /* Positions path at the last item <= key (0), or returns 1 when there is none. */
 int ref_search_le(ref_fs *fs, const struct ref_root *root, const struct ref_key *key,
 		  struct ref_path *path);
+/* The first item (objectid, type, any offset): 0 with the path holding it and
+ * its key, data and size; -ENOENT (path released, no message) when there is
+ * none; or another -errno. */
+int ref_find_first(ref_fs *fs, const struct ref_root *root, uint64_t objectid, uint8_t type,
+		   struct ref_path *path, struct ref_key *key, const uint8_t **data, uint32_t *size);
 /* Moves to the next item: 0, 1 at the end (path released), or -errno. */
 int ref_next(ref_fs *fs, struct ref_path *path);
 /* Moves to the previous item: 0, 1 at the start (path released), or -errno. */

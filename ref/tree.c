@@ -423,3 +423,19 @@ int ref_prev(ref_fs *fs, struct ref_path *path)
 	path->slot[0]--;
 	return 0;
 }
+
+int ref_find_first(ref_fs *fs, const struct ref_root *root, uint64_t objectid, uint8_t type,
+		   struct ref_path *path, struct ref_key *key, const uint8_t **data, uint32_t *size)
+{
+	struct ref_key want = { objectid, type, 0 };
+	int r = ref_search(fs, root, &want, path);
+	if (r < 0)
+		return r;
+	if (r == 0) {
+		ref_path_item(path, key, data, size);
+		if (key->objectid == objectid && key->type == type)
+			return 0;
+		ref_path_release(fs, path);
+	}
+	return -ENOENT;
+}
