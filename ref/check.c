@@ -157,6 +157,7 @@ static int walk(struct check *ck, uint64_t tree, uint64_t bytenr, uint64_t gen, 
 		return add_parent(st, b, parent, tree);
 	}
 	if (ref_read_block(ck->fs, bytenr, gen, level, 0, &rb)) {
+		st->unreadable++;
 		check_error(ck, "tree %llu: %s", (unsigned long long)tree, ref_error(ck->fs));
 		return 0;
 	}

@@ -50,6 +50,7 @@ struct check_state {
 	struct check_dref *drefs;
 	size_t ndrefs, drefs_cap;
 	uint64_t *subvols; /* trees holding files: 5, >= 256, data reloc */
+	size_t unreadable;  /* tree blocks the walk could not read */
 	size_t nsubvols, subvols_cap;
 };
 
