@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
+#include "sim/hash.h"
 
 static const char *const op_name[SIM_IO_KIND_COUNT] = {
 	[SIM_IO_READ] = "read", [SIM_IO_WRITE] = "write", [SIM_IO_WRITE_FUA] = "write",
