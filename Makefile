@@ -30,6 +30,7 @@ LIBS := -lisal -lz -llzo2 -lzstd -lsodium -lxxhash -lm
 
 SIM_SRC  := $(wildcard sim/*.c)
 REF_SRC  := $(wildcard ref/*.c)
+TRACES_SRC := $(wildcard traces/*.c)
 CLI_SRC  := $(wildcard cli/*.c)
 UNIT_SRC := $(wildcard tests/unit/*.c)
 BENCH_SRC := $(wildcard bench/*.c)
@@ -39,6 +40,7 @@ obj = $(patsubst %.c,$(B)/%.o,$(1))
 
 SIM_LIB := $(B)/libbtrsim-sim.a
 REF_LIB := $(B)/libbtrsim-ref.a
+TRACES_LIB := $(B)/libbtrsim-traces.a
 BTRSIM  := $(B)/btrsim
 UNIT    := $(B)/tests/unit-tests
 BENCH   := $(B)/bench/bench-sim
@@ -128,16 +130,19 @@ $(SIM_LIB): $(call obj,$(SIM_SRC))
 $(REF_LIB): $(call obj,$(REF_SRC))
 	$(call archive)
 
+$(TRACES_LIB): $(call obj,$(TRACES_SRC))
+	$(call archive)
+
 define link
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $(MODE) $(@F)")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(1)
 endef
 
-$(BTRSIM): $(call obj,$(CLI_SRC)) $(REF_LIB) $(SIM_LIB)
+$(BTRSIM): $(call obj,$(CLI_SRC)) $(TRACES_LIB) $(REF_LIB) $(SIM_LIB)
 	$(call link)
 
-$(UNIT): $(call obj,$(UNIT_SRC)) $(REF_LIB) $(SIM_LIB)
+$(UNIT): $(call obj,$(UNIT_SRC)) $(TRACES_LIB) $(REF_LIB) $(SIM_LIB)
 	$(call link,-lcriterion)
 
 $(SWEEP): $(call obj,$(SWEEP_SRC)) $(REF_LIB) $(SIM_LIB)

@@ -10,6 +10,8 @@
 
 static int root_of(ref_fs *fs, uint64_t subvol, struct ref_root *out)
 {
+	if (fs->rw) /* roots move while writing: always the live one */
+		return ref_find_root(fs, subvol, out);
 	for (size_t i = 0; i < fs->nroots; i++)
 		if (fs->roots[i].id == subvol) {
 			*out = fs->roots[i];

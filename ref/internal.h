@@ -38,6 +38,9 @@ struct ref_block {
 	uint64_t owner;
 	uint32_t refs;
 	uint8_t level;
+	bool dirty; /* changed in the running transaction, not yet written (never evicted) */
+	bool dead;  /* freed before it was ever written: not to be written */
+	size_t dirty_slot; /* its index in the transaction's dirty list */
 	struct ref_block *hnext;
 	uint8_t data[];
 };
@@ -65,6 +68,7 @@ struct ref_fs {
 	struct ref_root roots[16]; /* recently found subvolume roots */
 	size_t nroots, roots_next;
 	char err[256];
+	struct rw_state *rw; /* the write path's state; NULL when mounted read-only */
 };
 
 int ref_fail(ref_fs *fs, int errnum, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -106,6 +110,9 @@ int raid56_rebuild(ref_fs *fs, const struct ref_chunk *c, uint64_t logical, uint
 
 /* tree.c */
 void cache_free_all(ref_fs *fs);
+/* Takes the block at bytenr out of the cache (NULL when not cached). */
+struct ref_block *cache_unlink(ref_fs *fs, uint64_t bytenr);
+void cache_insert(ref_fs *fs, struct ref_block *b);
 /* Validates a tree block image (checksum aside): header and item layout. */
 const char *block_invalid(const ref_fs *fs, const uint8_t *data, uint64_t bytenr);
 bool block_csum_ok(const ref_fs *fs, const uint8_t *data);

@@ -3,7 +3,7 @@
  * which disk is which device, the chunk map, and the root tree (falling back
  * to the backup roots when the newest one is unreadable).
  */
-#include "ref/internal.h"
+#include "ref/rw.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -281,6 +281,7 @@ void ref_close(ref_fs *fs)
 {
 	if (!fs)
 		return;
+	rw_free(fs);
 	cache_free_all(fs);
 	chunk_free_all(fs);
 	free(fs->devs);
@@ -289,6 +290,13 @@ void ref_close(ref_fs *fs)
 
 int ref_find_root(ref_fs *fs, uint64_t id, struct ref_root *out)
 {
+	if (fs->rw) {
+		struct rw_tree *t = rw_tree_find(fs, id);
+		if (t) {
+			*out = t->root;
+			return 0;
+		}
+	}
 	if (id == BTRFS_ROOT_TREE_OBJECTID) {
 		*out = fs->tree_root;
 		return 0;
@@ -301,7 +309,9 @@ int ref_find_root(ref_fs *fs, uint64_t id, struct ref_root *out)
 	struct ref_key k;
 	const uint8_t *data;
 	uint32_t size;
-	int r = ref_find_first(fs, &fs->tree_root, id, BTRFS_ROOT_ITEM_KEY, &path, &k, &data, &size);
+	struct ref_root tree_root = fs->rw ? rw_tree_find(fs, BTRFS_ROOT_TREE_OBJECTID)->root
+					   : fs->tree_root;
+	int r = ref_find_first(fs, &tree_root, id, BTRFS_ROOT_ITEM_KEY, &path, &k, &data, &size);
 	if (r == -ENOENT)
 		return ref_fail(fs, ENOENT, "no tree %llu in the root tree", (unsigned long long)id);
 	if (r)

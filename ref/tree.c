@@ -128,7 +128,7 @@ static void cache_evict_unused(ref_fs *fs)
 		struct ref_block **pp = &fs->cache[b];
 		while (*pp) {
 			struct ref_block *blk = *pp;
-			if (blk->refs == 0) {
+			if (blk->refs == 0 && !blk->dirty) {
 				*pp = blk->hnext;
 				free(blk);
 				fs->ncached--;
@@ -149,6 +149,30 @@ void cache_free_all(ref_fs *fs)
 		}
 	}
 	fs->ncached = 0;
+}
+
+struct ref_block *cache_unlink(ref_fs *fs, uint64_t bytenr)
+{
+	struct ref_block **pp = &fs->cache[bucket(bytenr)];
+	while (*pp && (*pp)->bytenr != bytenr)
+		pp = &(*pp)->hnext;
+	struct ref_block *b = *pp;
+	if (b) {
+		*pp = b->hnext;
+		b->hnext = NULL;
+		fs->ncached--;
+	}
+	return b;
+}
+
+void cache_insert(ref_fs *fs, struct ref_block *b)
+{
+	if (fs->ncached >= REF_CACHE_MAX_BLOCKS)
+		cache_evict_unused(fs);
+	size_t bk = bucket(b->bytenr);
+	b->hnext = fs->cache[bk];
+	fs->cache[bk] = b;
+	fs->ncached++;
 }
 
 const uint8_t *ref_block_data(const struct ref_block *b)
@@ -217,12 +241,8 @@ static int load_block(ref_fs *fs, uint64_t bytenr, struct ref_block **out)
 	b->owner = LE64(h->owner);
 	b->level = h->level;
 	b->refs = 0;
-	if (fs->ncached >= REF_CACHE_MAX_BLOCKS)
-		cache_evict_unused(fs);
-	size_t bk = bucket(bytenr);
-	b->hnext = fs->cache[bk];
-	fs->cache[bk] = b;
-	fs->ncached++;
+	b->dirty = b->dead = false;
+	cache_insert(fs, b);
 	*out = b;
 	return 0;
 }

@@ -1,0 +1,291 @@
+/*
+ * attr.c - inode attributes: xattrs (XATTR_ITEMs keyed by the name's hash,
+ * colliding names sharing an item, as directory entries do), chmod, chown
+ * and utimes.
+ */
+#include "ref/vfs_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+
+#define DIR_ENTRY sizeof(struct btrfs_dir_item)
+#define XATTR_VALUE_MAX 65536 /* XATTR_SIZE_MAX */
+
+static int check_name(ref_fs *fs, const char *name, size_t *len)
+{
+	*len = name ? strlen(name) : 0;
+	if (*len == 0 || *len > BTRFS_NAME_LEN)
+		return ref_fail(fs, ERANGE, "xattr names are 1 to 255 bytes");
+	static const char *const prefixes[] = { "user.", "trusted.", "security." };
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		size_t pl = strlen(prefixes[i]);
+		if (*len > pl && !strncmp(name, prefixes[i], pl))
+			return 0;
+	}
+	return ref_fail(fs, EOPNOTSUPP, "%s: unsupported xattr namespace", name);
+}
+
+/* The xattr entry of `name` in its item: offset and size, or -ENODATA. */
+static int find_entry(ref_fs *fs, struct rw_tree *t, const struct ref_key *k, const char *name,
+		      size_t len, uint32_t *off, uint32_t *esize, uint8_t *value, size_t *vlen)
+{
+	struct ref_path p;
+	int r = bt_search(fs, t, k, &p, -1, false);
+	if (r) {
+		ref_path_release(fs, &p);
+		return r == 1 ? -ENODATA : r;
+	}
+	uint32_t size;
+	const uint8_t *d = bt_item(&p, &size);
+	r = -ENODATA;
+	for (uint32_t pos = 0; pos + DIR_ENTRY <= size;) {
+		const struct btrfs_dir_item *di = (const void *)(d + pos);
+		uint32_t nl = LE16(di->name_len), dl = LE16(di->data_len);
+		if (pos + DIR_ENTRY + nl + dl > size)
+			break;
+		if (nl == len && !memcmp(d + pos + DIR_ENTRY, name, len)) {
+			*off = pos;
+			*esize = (uint32_t)DIR_ENTRY + nl + dl;
+			if (vlen)
+				*vlen = dl;
+			if (value)
+				memcpy(value, d + pos + DIR_ENTRY + nl, dl);
+			r = 0;
+			break;
+		}
+		pos += (uint32_t)DIR_ENTRY + nl + dl;
+	}
+	ref_path_release(fs, &p);
+	return r;
+}
+
+static int remove_entry(ref_fs *fs, struct rw_tree *t, const struct ref_key *k, uint32_t off,
+			uint32_t esize)
+{
+	struct ref_path p;
+	int r = bt_lookup_cow(fs, t, k, &p);
+	if (r)
+		return r;
+	uint32_t size;
+	uint8_t *d = bt_item(&p, &size);
+	if (esize >= size)
+		return bt_delete(fs, t, &p, 1);
+	memmove(d + off, d + off + esize, size - off - esize);
+	leaf_resize(p.blk[0]->data, fs->nodesize, p.slot[0], size - esize);
+	ref_path_release(fs, &p);
+	return 0;
+}
+
+static int add_entry(ref_fs *fs, struct rw_tree *t, const struct ref_key *k, const uint8_t *e,
+		     uint32_t esize)
+{
+	struct ref_path p;
+	int r = bt_insert(fs, t, k, esize, &p);
+	uint32_t at = 0;
+	if (r == -EEXIST) {
+		struct ref_path q;
+		if ((r = bt_search(fs, t, k, &q, -1, false)))
+			return r == 1 ? -ENOENT : r;
+		at = leaf_item_size(q.blk[0]->data, q.slot[0]);
+		ref_path_release(fs, &q);
+		if (at + esize > bt_max_item(fs))
+			return ref_fail(fs, ENOSPC, "no room for this xattr beside its hash neighbours");
+		r = bt_resize(fs, t, k, at + esize, &p);
+	}
+	if (r)
+		return r;
+	memcpy(bt_item(&p, NULL) + at, e, esize);
+	ref_path_release(fs, &p);
+	return 0;
+}
+
+static int xattr_target(ref_fs *fs, const char *path, const char *name, struct ref_ino *ino,
+			struct btrfs_inode_item *ii, size_t *nlen)
+{
+	int r = check_name(fs, name, nlen);
+	if (r || (r = vfs_resolve(fs, path, true, ino)) || (r = inode_read(fs, ino, ii)))
+		return r;
+	uint32_t mode = inode_mode(ii);
+	if (!strncmp(name, "user.", 5) && !S_ISREG(mode) && !S_ISDIR(mode))
+		return ref_fail(fs, EPERM, "user xattrs only go on files and directories");
+	return 0;
+}
+
+int ref_setxattr(ref_fs *fs, const char *path, const char *name, const void *value, size_t len,
+		 int flags)
+{
+	struct ref_ino ino;
+	struct btrfs_inode_item ii;
+	size_t nlen;
+	int r = vfs_begin(fs, 6, false);
+	if (r || (r = xattr_target(fs, path, name, &ino, &ii, &nlen)))
+		return vfs_end(fs, r);
+	if (flags & ~(XATTR_CREATE | XATTR_REPLACE))
+		return vfs_end(fs, ref_fail(fs, EINVAL, "invalid xattr flags"));
+	if (len > XATTR_VALUE_MAX)
+		return vfs_end(fs, ref_fail(fs, E2BIG, "xattr values are at most 64 KiB"));
+	if (DIR_ENTRY + nlen + len > bt_max_item(fs))
+		return vfs_end(fs, ref_fail(fs, ENOSPC, "the xattr does not fit in a leaf"));
+	struct rw_tree *t;
+	if ((r = rw_tree_get(fs, ino.subvol, &t)))
+		return vfs_end(fs, r);
+	struct ref_key k = { ino.ino, BTRFS_XATTR_ITEM_KEY, ref_name_hash(name, nlen) };
+	uint32_t off, esize;
+	r = find_entry(fs, t, &k, name, nlen, &off, &esize, NULL, NULL);
+	if (r && r != -ENODATA)
+		return vfs_end(fs, r);
+	if (r == 0 && flags & XATTR_CREATE)
+		return vfs_end(fs, ref_fail(fs, EEXIST, "%s: xattr exists", name));
+	if (r == -ENODATA && flags & XATTR_REPLACE)
+		return vfs_end(fs, ref_fail(fs, ENODATA, "%s: no such xattr", name));
+	if (r == 0 && (r = remove_entry(fs, t, &k, off, esize)))
+		return vfs_end(fs, r);
+	uint8_t *e = malloc(DIR_ENTRY + nlen + len);
+	if (!e)
+		return vfs_end(fs, ref_fail(fs, ENOMEM, "out of memory"));
+	struct btrfs_dir_item di;
+	memset(&di, 0, sizeof(di));
+	di.transid = htole64(fs->rw->transid);
+	di.data_len = htole16((uint16_t)len);
+	di.name_len = htole16((uint16_t)nlen);
+	di.type = BTRFS_FT_XATTR;
+	memcpy(e, &di, DIR_ENTRY);
+	memcpy(e + DIR_ENTRY, name, nlen);
+	if (len)
+		memcpy(e + DIR_ENTRY + nlen, value, len);
+	r = add_entry(fs, t, &k, e, (uint32_t)(DIR_ENTRY + nlen + len));
+	free(e);
+	if (!r && !(r = inode_read(fs, &ino, &ii))) {
+		inode_touch(fs, &ii, false, true);
+		r = inode_write(fs, &ino, &ii);
+	}
+	return vfs_end(fs, r);
+}
+
+int ref_removexattr(ref_fs *fs, const char *path, const char *name)
+{
+	struct ref_ino ino;
+	struct btrfs_inode_item ii;
+	size_t nlen;
+	int r = vfs_begin(fs, 4, true);
+	if (r || (r = xattr_target(fs, path, name, &ino, &ii, &nlen)))
+		return vfs_end(fs, r);
+	struct rw_tree *t;
+	if ((r = rw_tree_get(fs, ino.subvol, &t)))
+		return vfs_end(fs, r);
+	struct ref_key k = { ino.ino, BTRFS_XATTR_ITEM_KEY, ref_name_hash(name, nlen) };
+	uint32_t off, esize;
+	r = find_entry(fs, t, &k, name, nlen, &off, &esize, NULL, NULL);
+	if (r)
+		return vfs_end(fs, r == -ENODATA ? ref_fail(fs, ENODATA, "%s: no such xattr", name) : r);
+	if ((r = remove_entry(fs, t, &k, off, esize)))
+		return vfs_end(fs, r);
+	inode_touch(fs, &ii, false, true);
+	return vfs_end(fs, inode_write(fs, &ino, &ii));
+}
+
+ssize_t ref_getxattr(ref_fs *fs, const char *path, const char *name, void *value, size_t len)
+{
+	struct ref_ino ino;
+	struct btrfs_inode_item ii;
+	size_t nlen;
+	int r = xattr_target(fs, path, name, &ino, &ii, &nlen);
+	if (r)
+		return r;
+	struct ref_root root;
+	if ((r = ref_find_root(fs, ino.subvol, &root)))
+		return r;
+	struct rw_tree tmp = { .root = root };
+	struct ref_key k = { ino.ino, BTRFS_XATTR_ITEM_KEY, ref_name_hash(name, nlen) };
+	uint32_t off, esize;
+	uint8_t *buf = malloc(bt_max_item(fs));
+	if (!buf)
+		return ref_fail(fs, ENOMEM, "out of memory");
+	size_t vlen = 0;
+	r = find_entry(fs, &tmp, &k, name, nlen, &off, &esize, buf, &vlen);
+	if (r == 0 && len && vlen > len)
+		r = ref_fail(fs, ERANGE, "the value is %zu bytes", vlen);
+	else if (r == 0 && len)
+		memcpy(value, buf, vlen);
+	free(buf);
+	if (r == -ENODATA)
+		return ref_fail(fs, ENODATA, "%s: no such xattr", name);
+	return r ? r : (ssize_t)vlen;
+}
+
+/* Changes an inode's attributes under `path` (following symlinks). */
+static int set_attrs(ref_fs *fs, const char *path, int (*fn)(ref_fs *, struct btrfs_inode_item *,
+							       const void *),
+		     const void *arg)
+{
+	struct ref_ino ino;
+	struct btrfs_inode_item ii;
+	int r = vfs_begin(fs, 2, false);
+	if (r || (r = vfs_resolve(fs, path, true, &ino)) || (r = inode_read(fs, &ino, &ii)) ||
+	    (r = fn(fs, &ii, arg)))
+		return vfs_end(fs, r);
+	inode_touch(fs, &ii, false, true);
+	return vfs_end(fs, inode_write(fs, &ino, &ii));
+}
+
+static int do_chmod(ref_fs *fs, struct btrfs_inode_item *ii, const void *arg)
+{
+	(void)fs;
+	uint32_t mode = *(const uint32_t *)arg;
+	ii->mode = htole32((inode_mode(ii) & S_IFMT) | (mode & 07777));
+	return 0;
+}
+
+int ref_chmod(ref_fs *fs, const char *path, uint32_t mode)
+{
+	return set_attrs(fs, path, do_chmod, &mode);
+}
+
+static int do_chown(ref_fs *fs, struct btrfs_inode_item *ii, const void *arg)
+{
+	(void)fs;
+	const uint32_t *ids = arg;
+	if (ids[0] != UINT32_MAX)
+		ii->uid = htole32(ids[0]);
+	if (ids[1] != UINT32_MAX)
+		ii->gid = htole32(ids[1]);
+	uint32_t mode = inode_mode(ii);
+	if (!S_ISDIR(mode)) { /* chown drops set-user-ID, and set-group-ID with group exec */
+		mode &= ~(uint32_t)S_ISUID;
+		if ((mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
+			mode &= ~(uint32_t)S_ISGID;
+		ii->mode = htole32(mode);
+	}
+	return 0;
+}
+
+int ref_chown(ref_fs *fs, const char *path, uint32_t uid, uint32_t gid)
+{
+	uint32_t ids[2] = { uid, gid };
+	return set_attrs(fs, path, do_chown, ids);
+}
+
+static int do_utimes(ref_fs *fs, struct btrfs_inode_item *ii, const void *arg)
+{
+	const struct timespec *ts = arg;
+	if (!ts) {
+		vfs_now(fs, &ii->atime);
+		ii->mtime = ii->atime;
+		return 0;
+	}
+	for (int i = 0; i < 2; i++)
+		if (ts[i].tv_nsec < 0 || ts[i].tv_nsec >= 1000000000)
+			return ref_fail(fs, EINVAL, "nanoseconds out of range");
+	ii->atime.sec = htole64((uint64_t)ts[0].tv_sec);
+	ii->atime.nsec = htole32((uint32_t)ts[0].tv_nsec);
+	ii->mtime.sec = htole64((uint64_t)ts[1].tv_sec);
+	ii->mtime.nsec = htole32((uint32_t)ts[1].tv_nsec);
+	return 0;
+}
+
+int ref_utimes(ref_fs *fs, const char *path, const struct timespec times[2])
+{
+	return set_attrs(fs, path, do_utimes, times);
+}

@@ -1,0 +1,318 @@
+/*
+ * dir.c - directory entries and inode back references: a name lives in its
+ * directory as a DIR_ITEM (keyed by the name's hash, shared by colliding
+ * names) and a DIR_INDEX (keyed by a sequence number: readdir order), and in
+ * its inode as an INODE_REF entry (per parent directory), or an INODE_EXTREF
+ * (keyed by parent and name hash) once the INODE_REF item is full, as with
+ * thousands of hard links.
+ */
+#include "ref/vfs_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#define DIR_ENTRY sizeof(struct btrfs_dir_item)
+#define IREF_ENTRY sizeof(struct btrfs_inode_ref)
+#define EXTREF_ENTRY sizeof(struct btrfs_inode_extref)
+
+/* Appends bytes to an item (creating it when absent). */
+static int item_append(ref_fs *fs, struct rw_tree *t, const struct ref_key *k, const void *data,
+		       uint32_t len)
+{
+	struct ref_path p;
+	int r = bt_insert(fs, t, k, len, &p);
+	uint32_t at = 0;
+	if (r == -EEXIST) {
+		struct ref_path q;
+		if ((r = bt_search(fs, t, k, &q, -1, false)))
+			return r == 1 ? -ENOENT : r;
+		at = leaf_item_size(q.blk[0]->data, q.slot[0]);
+		ref_path_release(fs, &q);
+		if (at + len > bt_max_item(fs))
+			return -EOVERFLOW;
+		r = bt_resize(fs, t, k, at + len, &p);
+	}
+	if (r)
+		return r;
+	memcpy(bt_item(&p, NULL) + at, data, len);
+	ref_path_release(fs, &p);
+	return 0;
+}
+
+/* Removes bytes [off, off+len) of an item, or the item when nothing is left. */
+static int item_cut(ref_fs *fs, struct rw_tree *t, const struct ref_key *k, uint32_t off,
+		    uint32_t len)
+{
+	struct ref_path p;
+	int r = bt_lookup_cow(fs, t, k, &p);
+	if (r)
+		return r;
+	uint32_t size;
+	uint8_t *d = bt_item(&p, &size);
+	if (len >= size)
+		return bt_delete(fs, t, &p, 1);
+	memmove(d + off, d + off + len, size - off - len);
+	leaf_resize(p.blk[0]->data, fs->nodesize, p.slot[0], size - len);
+	ref_path_release(fs, &p);
+	return 0;
+}
+
+static void fill_dir_entry(uint8_t *buf, const struct ref_ino *target, uint8_t type,
+			   uint64_t transid, const char *name, size_t len)
+{
+	struct btrfs_dir_item di;
+	memset(&di, 0, sizeof(di));
+	if (target->ino == BTRFS_FIRST_FREE_OBJECTID && type == BTRFS_FT_DIR &&
+	    target->subvol != BTRFS_FS_TREE_OBJECTID) {
+		di.location.objectid = htole64(target->subvol);
+		di.location.type = BTRFS_ROOT_ITEM_KEY;
+		di.location.offset = htole64(UINT64_MAX);
+	} else {
+		di.location.objectid = htole64(target->ino);
+		di.location.type = BTRFS_INODE_ITEM_KEY;
+	}
+	di.transid = htole64(transid);
+	di.name_len = htole16((uint16_t)len);
+	di.type = type;
+	memcpy(buf, &di, sizeof(di));
+	memcpy(buf + sizeof(di), name, len);
+}
+
+static int next_index(ref_fs *fs, struct rw_tree *t, uint64_t dir, uint64_t *index)
+{
+	struct ref_path p;
+	struct ref_key k = { dir, BTRFS_DIR_INDEX_KEY, UINT64_MAX };
+	int r = ref_search_le(fs, &t->root, &k, &p);
+	if (r < 0)
+		return r;
+	*index = 2; /* 0 and 1 are "." and ".." */
+	if (r == 0) {
+		const uint8_t *d;
+		uint32_t size;
+		ref_path_item(&p, &k, &d, &size);
+		ref_path_release(fs, &p);
+		if (k.objectid == dir && k.type == BTRFS_DIR_INDEX_KEY)
+			*index = k.offset + 1;
+	}
+	return 0;
+}
+
+static int backref_add(ref_fs *fs, struct rw_tree *t, const struct ref_ino *target, uint64_t dir,
+		       uint64_t index, const char *name, size_t len)
+{
+	uint8_t buf[EXTREF_ENTRY + BTRFS_NAME_LEN];
+	struct btrfs_inode_ref ir = { htole64(index), htole16((uint16_t)len) };
+	memcpy(buf, &ir, IREF_ENTRY);
+	memcpy(buf + IREF_ENTRY, name, len);
+	struct ref_key k = { target->ino, BTRFS_INODE_REF_KEY, dir };
+	int r = item_append(fs, t, &k, buf, (uint32_t)(IREF_ENTRY + len));
+	if (r != -EOVERFLOW)
+		return r;
+	if (!(LE64(fs->sb.incompat_flags) & BTRFS_FEATURE_INCOMPAT_EXTENDED_IREF))
+		return ref_fail(fs, EMLINK, "too many links in one directory without extended irefs");
+	struct btrfs_inode_extref xr;
+	xr.parent_objectid = htole64(dir);
+	xr.index = htole64(index);
+	xr.name_len = htole16((uint16_t)len);
+	memcpy(buf, &xr, EXTREF_ENTRY);
+	memcpy(buf + EXTREF_ENTRY, name, len);
+	struct ref_key xk = { target->ino, BTRFS_INODE_EXTREF_KEY, ref_extref_hash(dir, name, len) };
+	r = item_append(fs, t, &xk, buf, (uint32_t)(EXTREF_ENTRY + len));
+	return r == -EOVERFLOW ? ref_fail(fs, EMLINK, "too many colliding links") : r;
+}
+
+int dir_add(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
+	    const struct ref_ino *target, uint8_t type)
+{
+	struct rw_tree *t;
+	int r = rw_tree_get(fs, dir->subvol, &t);
+	if (r)
+		return r;
+	struct btrfs_inode_item dii;
+	uint64_t index;
+	if ((r = inode_read(fs, dir, &dii)) || (r = next_index(fs, t, dir->ino, &index)))
+		return r;
+	uint8_t buf[DIR_ENTRY + BTRFS_NAME_LEN];
+	fill_dir_entry(buf, target, type, fs->rw->transid, name, len);
+	uint32_t esize = (uint32_t)(DIR_ENTRY + len);
+	struct ref_key k = { dir->ino, BTRFS_DIR_ITEM_KEY, ref_name_hash(name, len) };
+	if ((r = item_append(fs, t, &k, buf, esize)))
+		return r == -EOVERFLOW ? ref_fail(fs, EOVERFLOW, "too many names share this hash") : r;
+	struct ref_key ik = { dir->ino, BTRFS_DIR_INDEX_KEY, index };
+	if ((r = bt_insert_data(fs, t, &ik, buf, esize)))
+		return r == -EEXIST ? ref_fail(fs, EUCLEAN, "directory index %llu taken",
+					       (unsigned long long)index)
+				    : r;
+	if (!(type == BTRFS_FT_DIR && target->subvol != dir->subvol) &&
+	    (r = backref_add(fs, t, target, dir->ino, index, name, len)))
+		return r;
+	dii.size = htole64(LE64(dii.size) + 2 * len);
+	inode_touch(fs, &dii, true, true);
+	return inode_write(fs, dir, &dii);
+}
+
+/* Finds name in a DIR_ITEM (entries back to back): its offset and size. */
+static int find_dir_entry(ref_fs *fs, struct rw_tree *t, const struct ref_key *k, const char *name,
+			  size_t len, uint32_t *off, uint32_t *esize)
+{
+	struct ref_path p;
+	int r = bt_search(fs, t, k, &p, -1, false);
+	if (r)
+		return r == 1 ? -ENOENT : r;
+	uint32_t size;
+	const uint8_t *d = bt_item(&p, &size);
+	r = -ENOENT;
+	for (uint32_t pos = 0; pos + DIR_ENTRY <= size;) {
+		const struct btrfs_dir_item *di = (const void *)(d + pos);
+		uint32_t nl = LE16(di->name_len), dl = LE16(di->data_len);
+		if (pos + DIR_ENTRY + nl + dl > size)
+			break;
+		if (nl == len && !memcmp(d + pos + DIR_ENTRY, name, len)) {
+			*off = pos;
+			*esize = (uint32_t)DIR_ENTRY + nl + dl;
+			r = 0;
+			break;
+		}
+		pos += (uint32_t)DIR_ENTRY + nl + dl;
+	}
+	ref_path_release(fs, &p);
+	return r;
+}
+
+/* Removes the back reference of name in dir from target; *index gets it. */
+static int backref_remove(ref_fs *fs, struct rw_tree *t, const struct ref_ino *target,
+			  uint64_t dir, const char *name, size_t len, uint64_t *index)
+{
+	struct ref_key k = { target->ino, BTRFS_INODE_REF_KEY, dir };
+	struct ref_path p;
+	int r = bt_search(fs, t, &k, &p, -1, false);
+	if (r < 0)
+		return r;
+	if (r == 0) {
+		uint32_t size, found = UINT32_MAX, esize = 0;
+		const uint8_t *d = bt_item(&p, &size);
+		for (uint32_t pos = 0; pos + IREF_ENTRY <= size;) {
+			uint32_t nl = le16(d + pos + 8);
+			if (pos + IREF_ENTRY + nl > size)
+				break;
+			if (nl == len && !memcmp(d + pos + IREF_ENTRY, name, len)) {
+				found = pos;
+				esize = (uint32_t)IREF_ENTRY + nl;
+				*index = le64(d + pos);
+				break;
+			}
+			pos += (uint32_t)IREF_ENTRY + nl;
+		}
+		ref_path_release(fs, &p);
+		if (found != UINT32_MAX)
+			return item_cut(fs, t, &k, found, esize);
+	} else {
+		ref_path_release(fs, &p);
+	}
+	struct ref_key xk = { target->ino, BTRFS_INODE_EXTREF_KEY, ref_extref_hash(dir, name, len) };
+	if ((r = bt_search(fs, t, &xk, &p, -1, false)) != 0) {
+		ref_path_release(fs, &p);
+		return r < 0 ? r : ref_fail(fs, EUCLEAN, "inode %llu has no back reference for a name",
+					    (unsigned long long)target->ino);
+	}
+	uint32_t size, found = UINT32_MAX, esize = 0;
+	const uint8_t *d = bt_item(&p, &size);
+	for (uint32_t pos = 0; pos + EXTREF_ENTRY <= size;) {
+		const struct btrfs_inode_extref *x = (const void *)(d + pos);
+		uint32_t nl = LE16(x->name_len);
+		if (pos + EXTREF_ENTRY + nl > size)
+			break;
+		if (LE64(x->parent_objectid) == dir && nl == len &&
+		    !memcmp(d + pos + EXTREF_ENTRY, name, len)) {
+			found = pos;
+			esize = (uint32_t)EXTREF_ENTRY + nl;
+			*index = LE64(x->index);
+			break;
+		}
+		pos += (uint32_t)EXTREF_ENTRY + nl;
+	}
+	ref_path_release(fs, &p);
+	if (found == UINT32_MAX)
+		return ref_fail(fs, EUCLEAN, "inode %llu has no back reference for a name",
+				(unsigned long long)target->ino);
+	return item_cut(fs, t, &xk, found, esize);
+}
+
+/* The DIR_INDEX of a name found by walking the directory's index items
+ * (for subvolume entries, which have no inode back reference here). */
+static int index_of(ref_fs *fs, struct rw_tree *t, uint64_t dir, const char *name, size_t len,
+		    uint64_t *index)
+{
+	struct ref_path p;
+	struct ref_key k = { dir, BTRFS_DIR_INDEX_KEY, 0 };
+	int r = ref_search(fs, &t->root, &k, &p);
+	while (r == 0) {
+		const uint8_t *d;
+		uint32_t size;
+		ref_path_item(&p, &k, &d, &size);
+		if (k.objectid != dir || k.type != BTRFS_DIR_INDEX_KEY)
+			break;
+		const struct btrfs_dir_item *di = (const void *)d;
+		if (size >= DIR_ENTRY && LE16(di->name_len) == len && size >= DIR_ENTRY + len &&
+		    !memcmp(d + DIR_ENTRY, name, len)) {
+			*index = k.offset;
+			ref_path_release(fs, &p);
+			return 0;
+		}
+		r = ref_next(fs, &p);
+	}
+	if (r == 0)
+		ref_path_release(fs, &p);
+	return r < 0 ? r : ref_fail(fs, EUCLEAN, "directory %llu: no index for a name",
+				    (unsigned long long)dir);
+}
+
+int dir_remove(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
+	       const struct ref_ino *target)
+{
+	struct rw_tree *t;
+	int r = rw_tree_get(fs, dir->subvol, &t);
+	if (r)
+		return r;
+	struct btrfs_inode_item dii;
+	if ((r = inode_read(fs, dir, &dii)))
+		return r;
+	struct ref_key k = { dir->ino, BTRFS_DIR_ITEM_KEY, ref_name_hash(name, len) };
+	uint32_t off, esize;
+	if ((r = find_dir_entry(fs, t, &k, name, len, &off, &esize)))
+		return r == -ENOENT ? ref_fail(fs, ENOENT, "%.*s: no such entry", (int)len, name) : r;
+	uint64_t index = 0;
+	if (target->subvol != dir->subvol)
+		r = index_of(fs, t, dir->ino, name, len, &index);
+	else
+		r = backref_remove(fs, t, target, dir->ino, name, len, &index);
+	if (r || (r = item_cut(fs, t, &k, off, esize)))
+		return r;
+	struct ref_key ik = { dir->ino, BTRFS_DIR_INDEX_KEY, index };
+	if ((r = bt_delete_key(fs, t, &ik)))
+		return r == -ENOENT ? ref_fail(fs, EUCLEAN, "directory index %llu missing",
+					       (unsigned long long)index)
+				    : r;
+	dii.size = htole64(LE64(dii.size) - 2 * len);
+	inode_touch(fs, &dii, true, true);
+	return inode_write(fs, dir, &dii);
+}
+
+int dir_is_empty(ref_fs *fs, const struct ref_ino *dir)
+{
+	struct ref_root root;
+	int r = ref_find_root(fs, dir->subvol, &root);
+	if (r)
+		return r;
+	struct ref_path p;
+	struct ref_key k;
+	const uint8_t *d;
+	uint32_t size;
+	r = ref_find_first(fs, &root, dir->ino, BTRFS_DIR_INDEX_KEY, &p, &k, &d, &size);
+	if (r == -ENOENT)
+		return 1;
+	if (r)
+		return r;
+	ref_path_release(fs, &p);
+	return 0;
+}

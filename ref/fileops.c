@@ -1,0 +1,96 @@
+/*
+ * fileops.c - the data calls of the API by path: write, truncate, fallocate,
+ * fsync and fdatasync, with Linux's argument checks (EISDIR, EINVAL, EFBIG,
+ * EOPNOTSUPP) and space reserved before anything changes.
+ */
+#include "ref/vfs_int.h"
+
+#include <errno.h>
+#include <linux/falloc.h>
+#include <sys/stat.h>
+
+/* The regular file a path names (following symlinks). */
+static int regular(ref_fs *fs, const char *path, int notreg, struct ref_ino *ino)
+{
+	int r = vfs_resolve(fs, path, true, ino);
+	if (r)
+		return r;
+	struct btrfs_inode_item ii;
+	if ((r = inode_read(fs, ino, &ii)))
+		return r;
+	if (S_ISDIR(inode_mode(&ii)))
+		return ref_fail(fs, EISDIR, "%s: is a directory", path);
+	if (!S_ISREG(inode_mode(&ii)))
+		return ref_fail(fs, notreg, "%s: not a regular file", path);
+	return 0;
+}
+
+/* Metadata items a data change of len bytes may touch. */
+static unsigned data_items(const ref_fs *fs, uint64_t len)
+{
+	uint64_t extents = len / (UINT64_C(128) << 20) + 2;
+	uint64_t csum_leaves = len / fs->sectorsize * fs->csum_size / (fs->nodesize / 2) + 1;
+	return (unsigned)(8 + 2 * extents + csum_leaves);
+}
+
+ssize_t ref_write(ref_fs *fs, const char *path, const void *buf, size_t len, uint64_t off)
+{
+	struct ref_ino ino;
+	int r = vfs_begin(fs, data_items(fs, len), false);
+	if (r || (r = regular(fs, path, EINVAL, &ino)))
+		return vfs_end(fs, r);
+	if (off > VFS_MAX_FILE_SIZE || len > VFS_MAX_FILE_SIZE - off)
+		return vfs_end(fs, ref_fail(fs, EFBIG, "the write would pass the maximum file size"));
+	if ((r = alloc_reserve_data(fs, len + 2 * (uint64_t)fs->sectorsize)))
+		return vfs_end(fs, r);
+	r = file_write(fs, &ino, buf, len, off);
+	r = vfs_end(fs, r);
+	return r ? r : (ssize_t)len;
+}
+
+int ref_truncate(ref_fs *fs, const char *path, uint64_t size)
+{
+	struct ref_ino ino;
+	int r = vfs_begin(fs, 12, true);
+	if (r || (r = regular(fs, path, EINVAL, &ino)))
+		return vfs_end(fs, r);
+	if (size > VFS_MAX_FILE_SIZE)
+		return vfs_end(fs, ref_fail(fs, EFBIG, "past the maximum file size"));
+	if ((r = alloc_reserve_data(fs, 2 * (uint64_t)fs->sectorsize)))
+		return vfs_end(fs, r);
+	return vfs_end(fs, file_truncate(fs, &ino, size));
+}
+
+int ref_fallocate(ref_fs *fs, const char *path, int mode, uint64_t off, uint64_t len)
+{
+	struct ref_ino ino;
+	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE))
+		return ref_fail(fs, EOPNOTSUPP, "unsupported fallocate mode 0x%x", mode);
+	if ((mode & FALLOC_FL_PUNCH_HOLE) && !(mode & FALLOC_FL_KEEP_SIZE))
+		return ref_fail(fs, EOPNOTSUPP, "punching a hole needs keep-size");
+	if (len == 0 || off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX)
+		return ref_fail(fs, EINVAL, "invalid fallocate range");
+	bool punch = mode & FALLOC_FL_PUNCH_HOLE;
+	int r = vfs_begin(fs, data_items(fs, punch ? 0 : len), punch);
+	if (r || (r = regular(fs, path, ENODEV, &ino)))
+		return vfs_end(fs, r);
+	if (len > VFS_MAX_FILE_SIZE - off)
+		return vfs_end(fs, ref_fail(fs, EFBIG, "past the maximum file size"));
+	if ((r = alloc_reserve_data(fs, (punch ? 0 : len) + 2 * (uint64_t)fs->sectorsize)))
+		return vfs_end(fs, r);
+	return vfs_end(fs, file_fallocate(fs, &ino, mode, off, len));
+}
+
+int ref_fsync(ref_fs *fs, const char *path)
+{
+	struct ref_ino ino;
+	int r = rw_check_writable(fs);
+	if (r || (r = vfs_resolve(fs, path, true, &ino)))
+		return r;
+	return rw_commit(fs); /* until the log tree exists, fsync commits */
+}
+
+int ref_fdatasync(ref_fs *fs, const char *path)
+{
+	return ref_fsync(fs, path);
+}

@@ -1,0 +1,247 @@
+/*
+ * rw.c - the state of a file system mounted for writing: which features the
+ * write path supports, the trees changed in the running transaction, and the
+ * dirty blocks of the block cache.
+ */
+#include "ref/rw.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+struct rw_tree *rw_tree_find(ref_fs *fs, uint64_t id)
+{
+	struct rw_state *rw = fs->rw;
+	for (size_t i = 0; i < rw->ntrees; i++)
+		if (rw->trees[i].root.id == id)
+			return &rw->trees[i];
+	return NULL;
+}
+
+static struct rw_tree *tree_add(ref_fs *fs, const struct ref_root *root, uint64_t last_snapshot)
+{
+	struct rw_state *rw = fs->rw;
+	if (rw->ntrees == rw->trees_cap) {
+		size_t cap = rw->trees_cap ? rw->trees_cap * 2 : 16;
+		void *p = realloc(rw->trees, cap * sizeof(*rw->trees));
+		if (!p)
+			return NULL;
+		rw->trees = p;
+		rw->trees_cap = cap;
+	}
+	struct rw_tree *t = &rw->trees[rw->ntrees++];
+	*t = (struct rw_tree){ .root = *root, .last_snapshot = last_snapshot };
+	return t;
+}
+
+int rw_tree_get(ref_fs *fs, uint64_t id, struct rw_tree **out)
+{
+	if ((*out = rw_tree_find(fs, id)))
+		return 0;
+	struct ref_root root;
+	int r = ref_find_root(fs, id, &root);
+	if (r)
+		return r;
+	uint64_t last_snapshot = 0;
+	struct ref_path p;
+	struct ref_key k;
+	const uint8_t *d;
+	uint32_t size;
+	struct ref_root tr = rw_tree_find(fs, BTRFS_ROOT_TREE_OBJECTID)->root;
+	if (!ref_find_first(fs, &tr, id, BTRFS_ROOT_ITEM_KEY, &p, &k, &d, &size)) {
+		if (size >= offsetof(struct btrfs_root_item, last_snapshot) + 8)
+			last_snapshot = le64(d + offsetof(struct btrfs_root_item, last_snapshot));
+		ref_path_release(fs, &p);
+	}
+	if (!(*out = tree_add(fs, &root, last_snapshot)))
+		return ref_fail(fs, ENOMEM, "out of memory");
+	return 0;
+}
+
+struct rw_bg *rw_bg_find(ref_fs *fs, uint64_t logical)
+{
+	struct rw_state *rw = fs->rw;
+	size_t lo = 0, hi = rw->nbgs;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (rw->bgs[mid].start + rw->bgs[mid].len <= logical)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < rw->nbgs && rw->bgs[lo].start <= logical)
+		return &rw->bgs[lo];
+	return NULL;
+}
+
+static int dirty_push(ref_fs *fs, struct ref_block *b)
+{
+	struct rw_state *rw = fs->rw;
+	if (rw->ndirty == rw->dirty_cap) {
+		size_t cap = rw->dirty_cap ? rw->dirty_cap * 2 : 256;
+		void *p = realloc(rw->dirty, cap * sizeof(*rw->dirty));
+		if (!p)
+			return -ENOMEM;
+		rw->dirty = p;
+		rw->dirty_cap = cap;
+	}
+	b->dirty_slot = rw->ndirty;
+	rw->dirty[rw->ndirty++] = b;
+	return 0;
+}
+
+static int zombie_push(ref_fs *fs, struct ref_block *b)
+{
+	struct rw_state *rw = fs->rw;
+	if (rw->nzombies == rw->zombies_cap) {
+		size_t cap = rw->zombies_cap ? rw->zombies_cap * 2 : 16;
+		void *p = realloc(rw->zombies, cap * sizeof(*rw->zombies));
+		if (!p)
+			return -ENOMEM;
+		rw->zombies = p;
+		rw->zombies_cap = cap;
+	}
+	rw->zombies[rw->nzombies++] = b;
+	return 0;
+}
+
+struct ref_block *rw_block_new(ref_fs *fs, uint64_t bytenr)
+{
+	struct ref_block *old = cache_unlink(fs, bytenr);
+	if (old && old->refs == 0)
+		free(old);
+	else if (old && zombie_push(fs, old)) {
+		cache_insert(fs, old);
+		return NULL;
+	}
+	struct ref_block *b = calloc(1, sizeof(*b) + fs->nodesize);
+	if (!b)
+		return NULL;
+	b->bytenr = bytenr;
+	b->refs = 1;
+	b->dirty = true;
+	if (dirty_push(fs, b)) {
+		free(b);
+		return NULL;
+	}
+	cache_insert(fs, b);
+	return b;
+}
+
+void rw_block_kill(ref_fs *fs, struct ref_block *b)
+{
+	struct rw_state *rw = fs->rw;
+	size_t i = b->dirty_slot;
+	rw->dirty[i] = rw->dirty[--rw->ndirty];
+	rw->dirty[i]->dirty_slot = i;
+	b->dirty = false;
+	b->dead = true;
+	/* Out of the cache: its address may be handed out again before it is put. */
+	if (cache_unlink(fs, b->bytenr) == b && b->refs)
+		zombie_push(fs, b); /* on failure the block leaks, nothing worse */
+	else if (!b->refs)
+		free(b);
+}
+
+int rw_check_writable(ref_fs *fs)
+{
+	if (!fs->rw)
+		return ref_fail(fs, EROFS, "the file system is mounted read-only");
+	if (fs->rw->failed)
+		return ref_fail(fs, EROFS, "a commit failed earlier; the file system is read-only now");
+	return 0;
+}
+
+/* Features the write path keeps correct; anything else stays read-only. */
+static int check_features(ref_fs *fs)
+{
+	const struct btrfs_super_disk *sb = &fs->sb;
+	uint64_t incompat = LE64(sb->incompat_flags), ro = LE64(sb->compat_ro_flags);
+	uint64_t known = BTRFS_FEATURE_INCOMPAT_MIXED_BACKREF | BTRFS_FEATURE_INCOMPAT_DEFAULT_SUBVOL |
+			 BTRFS_FEATURE_INCOMPAT_COMPRESS_LZO | BTRFS_FEATURE_INCOMPAT_COMPRESS_ZSTD |
+			 BTRFS_FEATURE_INCOMPAT_BIG_METADATA | BTRFS_FEATURE_INCOMPAT_EXTENDED_IREF |
+			 BTRFS_FEATURE_INCOMPAT_SKINNY_METADATA | BTRFS_FEATURE_INCOMPAT_NO_HOLES |
+			 BTRFS_FEATURE_INCOMPAT_RAID56 | BTRFS_FEATURE_INCOMPAT_RAID1C34 |
+			 BTRFS_FEATURE_INCOMPAT_METADATA_UUID;
+	if (incompat & ~known)
+		return ref_fail(fs, EROFS, "incompat features 0x%llx are not supported for writing",
+				(unsigned long long)(incompat & ~known));
+	if (!(incompat & BTRFS_FEATURE_INCOMPAT_SKINNY_METADATA))
+		return ref_fail(fs, EROFS, "writing needs skinny-metadata (mkfs.btrfs's default)");
+	if (!(ro & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE_VALID))
+		return ref_fail(fs, EROFS, "writing needs a valid free-space tree (mkfs.btrfs's default)");
+	if (ro & ~(uint64_t)(BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE |
+			     BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE_VALID |
+			     BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE))
+		return ref_fail(fs, EROFS, "compat_ro features 0x%llx are not supported for writing",
+				(unsigned long long)ro);
+	if (LE64(sb->log_root))
+		return ref_fail(fs, EROFS,
+				"the file system has a log tree to replay; log replay is not implemented (mount it with the kernel once)");
+	for (size_t i = 0; i < fs->nchunks; i++) {
+		if (fs->chunks[i].type & BTRFS_BLOCK_GROUP_RAID56_MASK)
+			return ref_fail(fs, EROFS, "writing to RAID5/6 chunks is not implemented");
+		for (unsigned s = 0; s < fs->chunks[i].num_stripes; s++)
+			if (fs->chunks[i].stripes[s].disk < 0)
+				return ref_fail(fs, EROFS, "a device is missing; degraded writing is not implemented");
+		if (fs->chunks[i].type & BTRFS_BLOCK_GROUP_DATA &&
+		    fs->chunks[i].type & BTRFS_BLOCK_GROUP_METADATA)
+			return ref_fail(fs, EROFS, "mixed block groups are not supported for writing");
+	}
+	struct ref_root q;
+	if (!ref_find_root(fs, BTRFS_QUOTA_TREE_OBJECTID, &q))
+		return ref_fail(fs, EROFS, "quota groups are enabled; keeping them is not implemented");
+	return 0;
+}
+
+int rw_init(ref_fs *fs)
+{
+	int r = check_features(fs);
+	if (r)
+		return r;
+	struct rw_state *rw = calloc(1, sizeof(*rw));
+	if (!rw)
+		return ref_fail(fs, ENOMEM, "out of memory");
+	fs->rw = rw;
+	rw->transid = fs->generation + 1;
+	rw->bg_tree = LE64(fs->sb.compat_ro_flags) & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE
+			      ? BTRFS_BLOCK_GROUP_TREE_OBJECTID
+			      : BTRFS_EXTENT_TREE_OBJECTID;
+	struct ref_block *b;
+	if ((r = ref_read_block(fs, fs->tree_root.bytenr, fs->tree_root.gen, fs->tree_root.level, 0,
+				&b)))
+		goto fail;
+	memcpy(rw->chunk_tree_uuid, ((struct btrfs_header_disk *)b->data)->chunk_tree_uuid,
+	       BTRFS_UUID_SIZE);
+	ref_block_put(fs, b);
+	if (!tree_add(fs, &fs->tree_root, 0) || !tree_add(fs, &fs->chunk_root, 0)) {
+		r = ref_fail(fs, ENOMEM, "out of memory");
+		goto fail;
+	}
+	if ((r = alloc_load(fs)))
+		goto fail;
+	return 0;
+fail:
+	rw_free(fs);
+	return r;
+}
+
+void rw_free(ref_fs *fs)
+{
+	struct rw_state *rw = fs->rw;
+	if (!rw)
+		return;
+	for (size_t i = 0; i < rw->nbgs; i++)
+		rset_free(&rw->bgs[i].free);
+	free(rw->bgs);
+	free(rw->trees);
+	free(rw->dirty);
+	for (size_t i = 0; i < rw->nzombies; i++)
+		free(rw->zombies[i]);
+	free(rw->zombies);
+	rset_free(&rw->pinned);
+	dref_free_all(fs);
+	free(rw->pending);
+	free(rw->devs);
+	free(rw);
+	fs->rw = NULL;
+}

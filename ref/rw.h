@@ -1,0 +1,228 @@
+/*
+ * rw.h - the write path's internal state (ref/ only): the running
+ * transaction, the trees it changes, block groups and their free space,
+ * delayed extent references, and the B-tree operations with copy-on-write.
+ *
+ * The model is the kernel's.  A tree block that the last durable commit
+ * references is never written again: the first change in a transaction copies
+ * it to a newly allocated block (COW) and frees the old one.  Freed space is
+ * pinned until the commit that frees it is durable.  Reference-count changes
+ * are collected as delayed refs and applied to the extent tree at commit,
+ * together with the free-space tree and block-group items, until nothing is
+ * left to apply.
+ */
+#ifndef BTRSIM_REF_RW_H
+#define BTRSIM_REF_RW_H
+
+#include "ref/internal.h"
+#include "ref/u64map.h"
+
+#include <stdbool.h>
+
+#define HDR_SIZE sizeof(struct btrfs_header_disk)
+#define ITEM_SIZE sizeof(struct btrfs_item_disk)
+#define PTR_SIZE sizeof(struct btrfs_key_ptr_disk)
+
+/* ---- leaf.c: items inside one block (no I/O, no COW) ---- */
+
+uint32_t blk_nritems(const uint8_t *d);
+uint8_t blk_level(const uint8_t *d);
+void blk_key(const uint8_t *d, int slot, struct ref_key *k);
+void blk_set_key(uint8_t *d, int slot, const struct ref_key *k);
+uint32_t leaf_space(uint32_t nodesize);
+uint32_t leaf_free(const uint8_t *d, uint32_t nodesize);
+uint32_t leaf_used(const uint8_t *d, uint32_t nodesize); /* item headers and data */
+uint8_t *leaf_data(uint8_t *d, int slot);
+uint32_t leaf_item_size(const uint8_t *d, int slot);
+/* Makes room for an item of `size` bytes at slot (the caller checked the
+ * space); its data is zeroed. */
+void leaf_insert(uint8_t *d, uint32_t nodesize, int slot, const struct ref_key *k, uint32_t size);
+void leaf_delete(uint8_t *d, uint32_t nodesize, int slot, int nr);
+/* Grows or shrinks item `slot` at its end. */
+void leaf_resize(uint8_t *d, uint32_t nodesize, int slot, uint32_t size);
+/* Shrinks item `slot` by dropping bytes from its front. */
+void leaf_chop_front(uint8_t *d, uint32_t nodesize, int slot, uint32_t drop);
+/* Appends items [slot, slot+nr) of src at the end of dst (the caller checked the space). */
+void leaf_append(uint8_t *dst, const uint8_t *src, uint32_t nodesize, int slot, int nr);
+uint32_t node_max_ptrs(uint32_t nodesize);
+uint64_t node_ptr(const uint8_t *d, int slot, uint64_t *gen);
+void node_set_ptr(uint8_t *d, int slot, uint64_t bytenr, uint64_t gen);
+void node_insert(uint8_t *d, int slot, const struct ref_key *k, uint64_t bytenr, uint64_t gen);
+void node_delete(uint8_t *d, int slot, int nr);
+void node_append(uint8_t *dst, const uint8_t *src, int slot, int nr);
+
+/* ---- Ranges: a sorted set of disjoint [start, end) byte ranges ---- */
+
+struct rset {
+	uint64_t (*r)[2];
+	size_t n, cap;
+	uint64_t bytes;
+};
+int rset_add(struct rset *s, uint64_t start, uint64_t len);    /* merges neighbours */
+int rset_remove(struct rset *s, uint64_t start, uint64_t len); /* splits; the range may be partly absent */
+bool rset_contains(const struct rset *s, uint64_t start, uint64_t len);
+void rset_free(struct rset *s);
+
+/* ---- Block groups and allocation (alloc.c) ---- */
+
+struct rw_bg {
+	uint64_t start, len, flags;
+	uint64_t used;    /* as the extent tree says, updated when delayed refs run */
+	bool dirty;       /* its BLOCK_GROUP_ITEM needs writing */
+	bool new_bg;      /* created in this transaction: item and free-space info to insert */
+	struct rset free; /* allocatable now: not used, not allocated or pinned in this transaction */
+	uint64_t cursor;  /* next-fit allocation point */
+};
+
+/* A chunk allocated in this transaction: mapped at once, its items (chunk,
+ * device extents, block group, free-space info) written at commit. */
+struct rw_pending_chunk {
+	uint64_t logical, length, type;
+	int nstripes;
+	uint64_t devid[4], physical[4];
+	uint32_t item_size;
+	uint8_t item[sizeof(struct btrfs_chunk) + 3 * sizeof(struct btrfs_stripe)];
+};
+
+struct rw_dev {
+	uint64_t devid, total_bytes, bytes_used;
+	bool dirty; /* its DEV_ITEM needs writing */
+	struct btrfs_dev_item item; /* as in the chunk tree (bytes_used kept current) */
+};
+
+/* ---- Delayed references (delayed.c) ---- */
+
+struct dref_data {
+	uint64_t root, ino, offset;
+	int64_t delta;
+};
+
+struct dref {
+	uint64_t bytenr, num_bytes;
+	bool tree;            /* a tree block (METADATA_ITEM) or a data extent */
+	bool is_new;          /* allocated in this transaction: no extent item yet */
+	uint8_t level;        /* tree blocks */
+	uint64_t root;        /* tree blocks: the owner */
+	int64_t tree_delta;   /* tree blocks: +1 allocated, -1 freed */
+	struct dref_data *data; /* data extents: changes per (root, inode, offset) */
+	size_t ndata, data_cap;
+};
+
+/* ---- Trees changed in this transaction ---- */
+
+struct rw_tree {
+	struct ref_root root;
+	bool dirty; /* the root moved: its ROOT_ITEM (or the superblock) needs updating */
+	uint64_t last_snapshot; /* blocks this old may be shared with a snapshot */
+	uint64_t next_ino;      /* the next free inode number (0: not known yet) */
+};
+
+struct rw_state {
+	uint64_t transid; /* the running transaction (last commit + 1) */
+	bool in_txn;      /* something has changed since the last commit */
+	struct ref_block **dirty; /* blocks to write at commit */
+	size_t ndirty, dirty_cap;
+	struct rw_tree *trees;
+	size_t ntrees, trees_cap;
+	struct rw_bg *bgs; /* sorted by start */
+	size_t nbgs, bgs_cap;
+	struct dref *drefs; /* unsorted; idx maps bytenr to index+1 */
+	size_t ndrefs, drefs_cap;
+	struct u64map dref_idx;
+	struct rset pinned; /* freed in this transaction: reusable once it is durable */
+	struct rw_pending_chunk *pending;
+	size_t npending, pending_cap;
+	struct rw_dev *devs;
+	size_t ndevs;
+	uint64_t bg_tree;   /* the tree holding BLOCK_GROUP_ITEMs */
+	uint64_t meta_reserve; /* the global reserve: metadata only deletions may use */
+	uint64_t dirty_limit;  /* dirty metadata bytes that force a commit */
+	uint64_t time_ns;      /* the clock for timestamps */
+	uint64_t commits;
+	struct ref_block **zombies; /* replaced cache entries still referenced by a path */
+	size_t nzombies, zombies_cap;
+	bool failed; /* a commit failed half-way: the file system is read-only now */
+	uint8_t chunk_tree_uuid[BTRFS_UUID_SIZE]; /* every tree block header carries it */
+};
+
+/* rw.c (the mounted state) */
+struct rw_tree *rw_tree_find(ref_fs *fs, uint64_t id); /* NULL when not loaded */
+/* The tree, loaded from its root item when needed: 0 or -errno. */
+int rw_tree_get(ref_fs *fs, uint64_t id, struct rw_tree **out);
+int rw_init(ref_fs *fs);
+void rw_free(ref_fs *fs);
+struct rw_bg *rw_bg_find(ref_fs *fs, uint64_t logical);
+/* A new block in the cache, dirty, at bytenr (any stale entry replaced). */
+struct ref_block *rw_block_new(ref_fs *fs, uint64_t bytenr);
+/* A block freed in the transaction that made it: never written. */
+void rw_block_kill(ref_fs *fs, struct ref_block *b);
+int rw_check_writable(ref_fs *fs);
+
+/* alloc.c */
+int alloc_load(ref_fs *fs);
+/* A tree block for tree `owner`; records the delayed ref. */
+int alloc_tree_block(ref_fs *fs, uint64_t owner, uint8_t level, uint64_t *bytenr);
+/* Frees a tree block: the delayed ref, and its space pinned (or back to free
+ * at once when it never reached a commit). */
+int free_tree_block(ref_fs *fs, struct ref_block *b);
+/* Data space: up to `want` bytes contiguous, at least `min`. */
+int alloc_data(ref_fs *fs, uint64_t want, uint64_t min, uint64_t *start, uint64_t *len);
+/* Returns data space allocated in this transaction that never got a reference. */
+void alloc_unreserve_data(ref_fs *fs, uint64_t start, uint64_t len);
+void alloc_pin(ref_fs *fs, uint64_t start, uint64_t len);
+void alloc_unpin_all(ref_fs *fs);
+uint64_t alloc_free_bytes(ref_fs *fs, uint64_t type);
+/* Makes sure `bytes` of metadata can be allocated (and the global reserve
+ * stays, unless use_reserve): new chunks, or a commit to unpin; -ENOSPC. */
+int alloc_reserve_meta(ref_fs *fs, uint64_t bytes, bool use_reserve);
+int alloc_reserve_data(ref_fs *fs, uint64_t bytes);
+int alloc_chunk(ref_fs *fs, uint64_t type);
+/* A block group created in this transaction (chunk_alloc.c). */
+int alloc_bg_new(ref_fs *fs, uint64_t start, uint64_t len, uint64_t flags);
+
+/* delayed.c */
+int dref_tree(ref_fs *fs, uint64_t bytenr, uint64_t root, uint8_t level, int delta, bool is_new);
+int dref_data(ref_fs *fs, uint64_t bytenr, uint64_t num_bytes, uint64_t root, uint64_t ino,
+	      uint64_t offset, int64_t delta, bool is_new);
+/* Applies every delayed ref to the extent tree; returns how many ran. */
+long dref_run(ref_fs *fs);
+void dref_free_all(ref_fs *fs);
+
+/* fst.c: the free-space tree follows extent items as they come and go. */
+int fst_add(ref_fs *fs, uint64_t start, uint64_t len);
+int fst_remove(ref_fs *fs, uint64_t start, uint64_t len);
+int fst_add_bg(ref_fs *fs, struct rw_bg *bg);
+
+/* ctree.c: B-tree changes with copy-on-write. */
+/* Positions path at key (0: found) or where it would go (1), COWing the blocks
+ * on the way when cow; ins_len > 0 makes room for that many bytes (item
+ * header included) in the leaf. */
+int bt_search(ref_fs *fs, struct rw_tree *t, const struct ref_key *key, struct ref_path *path,
+	      int ins_len, bool cow);
+/* Inserts an item (zeroed data); path left on it. -EEXIST when the key exists. */
+int bt_insert(ref_fs *fs, struct rw_tree *t, const struct ref_key *key, uint32_t size,
+	      struct ref_path *path);
+int bt_insert_data(ref_fs *fs, struct rw_tree *t, const struct ref_key *key, const void *data,
+		   uint32_t size);
+/* Deletes nr items from the path's slot (path released). */
+int bt_delete(ref_fs *fs, struct rw_tree *t, struct ref_path *path, int nr);
+/* Finds key exactly and COWs its path: 0, or -ENOENT. */
+int bt_lookup_cow(ref_fs *fs, struct rw_tree *t, const struct ref_key *key, struct ref_path *path);
+int bt_delete_key(ref_fs *fs, struct rw_tree *t, const struct ref_key *key);
+/* Resizes the item at key (at its end), path left on it. */
+int bt_resize(ref_fs *fs, struct rw_tree *t, const struct ref_key *key, uint32_t size,
+	      struct ref_path *path);
+/* Changes the key of the item under a COWed path (order must hold). */
+void bt_set_key(struct ref_path *path, const struct ref_key *k);
+uint8_t *bt_item(struct ref_path *path, uint32_t *size);
+/* The largest item a leaf holds. */
+uint32_t bt_max_item(const ref_fs *fs);
+
+/* commit.c */
+/* Writes len bytes at a logical address to every copy. */
+int ref_write_logical(ref_fs *fs, uint64_t logical, const void *buf, size_t len);
+int rw_commit(ref_fs *fs);
+/* Commits when the dirty metadata passed its limit. */
+int rw_maybe_commit(ref_fs *fs);
+
+#endif

@@ -1,0 +1,82 @@
+/*
+ * vfs.h - the file-system API of the reference Btrfs: mounting a volume for
+ * writing and the POSIX operations on it, with the errnos Linux gives.
+ *
+ * Paths are absolute within the top-level subvolume ("/a/b"); symlinks in
+ * the middle of a path are followed, the last component as the matching
+ * system call does.  Every call returns 0 (or a count) or a negative errno,
+ * with one line in ref_error().  Each call is atomic: it changes the file
+ * system entirely or not at all.  Changes become durable at a commit:
+ * ref_sync, ref_fsync, ref_fdatasync (which commit, until the log tree
+ * exists), ref_umount, or when the dirty metadata outgrows its limit.
+ * Reading goes through ref.h (ref_stat, ref_pread, ref_readdir, ...), which
+ * sees the uncommitted changes.
+ */
+#ifndef BTRSIM_REF_VFS_H
+#define BTRSIM_REF_VFS_H
+
+#include "ref/ref.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+struct ref_mount_opts {
+	struct ref_open_opts open;
+	/* Timestamps come from a clock that starts here (seconds since the
+	 * epoch) and advances a microsecond per operation, so that runs are
+	 * reproducible; 0 means 2025-01-01. */
+	uint64_t clock_start;
+	/* Dirty metadata that forces a commit (the cache bound); 0: 64 MiB. */
+	uint64_t dirty_limit;
+};
+
+/* Opens the file system for writing.  A file system that the write path
+ * cannot keep correct (see ref/README.md) is refused with EROFS and the
+ * reason.  After a crash nothing needs recovering: the last commit is whole. */
+int ref_mount(sim_volume *vol, const struct ref_mount_opts *opts, ref_fs **out, char *err,
+	      size_t errlen);
+/* Commits and closes; returns the commit's result (the fs is closed anyway). */
+int ref_umount(ref_fs *fs);
+int ref_sync(ref_fs *fs);
+
+/* How many transactions were committed since mount. */
+uint64_t ref_commits(const ref_fs *fs);
+
+/* Creates a regular file (open with O_CREAT | O_EXCL). */
+int ref_create(ref_fs *fs, const char *path, uint32_t mode);
+int ref_mkdir(ref_fs *fs, const char *path, uint32_t mode);
+int ref_symlink(ref_fs *fs, const char *target, const char *path);
+int ref_link(ref_fs *fs, const char *oldpath, const char *newpath);
+int ref_unlink(ref_fs *fs, const char *path);
+int ref_rmdir(ref_fs *fs, const char *path);
+/* flags: 0, RENAME_NOREPLACE or RENAME_EXCHANGE (<linux/fs.h> values). */
+int ref_rename(ref_fs *fs, const char *oldpath, const char *newpath, unsigned flags);
+
+/* Writes len bytes at off (pwrite); returns len. */
+ssize_t ref_write(ref_fs *fs, const char *path, const void *buf, size_t len, uint64_t off);
+int ref_truncate(ref_fs *fs, const char *path, uint64_t size);
+/* mode: 0, FALLOC_FL_KEEP_SIZE, or FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE. */
+int ref_fallocate(ref_fs *fs, const char *path, int mode, uint64_t off, uint64_t len);
+int ref_fsync(ref_fs *fs, const char *path);
+int ref_fdatasync(ref_fs *fs, const char *path);
+
+/* flags: 0, XATTR_CREATE or XATTR_REPLACE. */
+int ref_setxattr(ref_fs *fs, const char *path, const char *name, const void *value, size_t len,
+		 int flags);
+int ref_removexattr(ref_fs *fs, const char *path, const char *name);
+/* The value's length; -ERANGE when len is too small (len 0: just the size). */
+ssize_t ref_getxattr(ref_fs *fs, const char *path, const char *name, void *value, size_t len);
+int ref_chmod(ref_fs *fs, const char *path, uint32_t mode);
+/* (uint32_t)-1 leaves that id unchanged, as chown(2). */
+int ref_chown(ref_fs *fs, const char *path, uint32_t uid, uint32_t gid);
+/* times[0] atime, times[1] mtime; NULL: now. */
+int ref_utimes(ref_fs *fs, const char *path, const struct timespec times[2]);
+
+/* stat (follow = true) or lstat. */
+int ref_stat_path(ref_fs *fs, const char *path, bool follow, struct ref_stat *st);
+/* The inode a path names (following symlinks when follow). */
+int ref_lookup_path(ref_fs *fs, const char *path, bool follow, struct ref_ino *out);
+
+#endif

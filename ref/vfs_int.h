@@ -1,0 +1,75 @@
+/*
+ * vfs_int.h - what the files of the file-system API share (ref/ only):
+ * path walking, inode items, directory entries and back references, and
+ * file data.
+ */
+#ifndef BTRSIM_REF_VFS_INT_H
+#define BTRSIM_REF_VFS_INT_H
+
+#include "ref/rw.h"
+#include "ref/vfs.h"
+
+#define VFS_MAX_SYMLINKS 40
+#define VFS_MAX_FILE_SIZE ((uint64_t)INT64_MAX) /* the kernel's MAX_LFS_FILESIZE */
+#define VFS_LINK_MAX 65535u
+#define VFS_MAX_INLINE 2048u /* the kernel's default max_inline */
+
+enum vfs_last { LAST_NORM, LAST_DOT, LAST_DOTDOT, LAST_ROOT };
+
+/* The last component of a path and the directory that holds it. */
+struct vfs_name {
+	struct ref_ino dir;
+	const char *name;
+	size_t len;
+	enum vfs_last kind;
+	bool trailing_slash; /* "a/": the name must be a directory */
+};
+
+/* vfs.c */
+int vfs_parent(ref_fs *fs, const char *path, struct vfs_name *out);
+int vfs_resolve(ref_fs *fs, const char *path, bool follow, struct ref_ino *out);
+/* The directory entry `name` in dir: 0, -ENOENT, or -errno. */
+int vfs_lookup(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
+	       struct ref_ino *out, uint8_t *type);
+/* The parent directory of a directory. */
+int vfs_dotdot(ref_fs *fs, const struct ref_ino *dir, struct ref_ino *out);
+/* Starts a changing operation: writable, and `items` items' worth of
+ * metadata reserved (deletions may use the global reserve). */
+int vfs_begin(ref_fs *fs, unsigned items, bool deleting);
+/* Ends it: commits when the dirty metadata outgrew its limit. */
+int vfs_end(ref_fs *fs, int r);
+void vfs_now(ref_fs *fs, struct btrfs_timespec *t);
+
+/* inode.c */
+int inode_read(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_item *ii);
+int inode_write(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_item *ii);
+/* A new inode in subvol (number, item inserted). */
+int inode_create(ref_fs *fs, uint64_t subvol, uint32_t mode, struct ref_ino *out,
+		 struct btrfs_inode_item *ii);
+/* Removes every item of an inode, dropping its data references. */
+int inode_drop(ref_fs *fs, const struct ref_ino *ino);
+void inode_touch(ref_fs *fs, struct btrfs_inode_item *ii, bool mtime, bool ctime);
+uint32_t inode_mode(const struct btrfs_inode_item *ii);
+uint8_t mode_to_ft(uint32_t mode);
+
+/* dir.c */
+/* Adds name -> target in dir: DIR_ITEM, DIR_INDEX and the target's back
+ * reference; the directory's size and times.  -EEXIST, -EMLINK. */
+int dir_add(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
+	    const struct ref_ino *target, uint8_t type);
+/* Removes it again (the target's link count is the caller's). */
+int dir_remove(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
+	       const struct ref_ino *target);
+/* Whether a directory has entries. */
+int dir_is_empty(ref_fs *fs, const struct ref_ino *dir);
+
+/* data.c of the write path (write.c) */
+int file_write(ref_fs *fs, const struct ref_ino *ino, const void *buf, size_t len, uint64_t off);
+int file_truncate(ref_fs *fs, const struct ref_ino *ino, uint64_t size);
+int file_fallocate(ref_fs *fs, const struct ref_ino *ino, int mode, uint64_t off, uint64_t len);
+/* Drops file extents in [start, end) (sector-aligned; end may be UINT64_MAX),
+ * splitting those that cross the edges; *freed gets the bytes nbytes loses. */
+int file_drop_extents(ref_fs *fs, const struct ref_ino *ino, uint64_t start, uint64_t end,
+		      uint64_t *freed);
+
+#endif
