@@ -1,0 +1,59 @@
+/* wrutil.c - see wrutil.h. */
+#include "wrutil.h"
+#include "imgutil.h"
+#include "testutil.h"
+#include "ref/mkfs.h"
+
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+ref_fs *wu_fresh(sim_volume **vol, unsigned mib, uint32_t nodesize)
+{
+	*vol = tu_open(1, (uint64_t)mib << 20, 4096, 1);
+	struct ref_mkfs_opts o;
+	ref_mkfs_defaults(&o);
+	o.seed = 7;
+	o.time = 1700000000;
+	if (nodesize)
+		o.nodesize = nodesize;
+	char err[256];
+	cr_assert_eq(ref_mkfs(*vol, &o, NULL, err, sizeof(err)), 0, "mkfs: %s", err);
+	ref_fs *fs;
+	cr_assert_eq(ref_mount(*vol, NULL, &fs, err, sizeof(err)), 0, "mount: %s", err);
+	return fs;
+}
+
+void wu_expect_ref_clean(sim_volume *vol)
+{
+	ref_fs *fs;
+	char err[256];
+	struct ref_open_opts oo = { .super_mirror = -1 };
+	cr_assert_eq(ref_open(vol, &oo, &fs, err, sizeof(err)), 0, "open: %s", err);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	struct ref_check_opts co = { .out = out };
+	long n = ref_check(fs, &co);
+	fclose(out);
+	cr_expect_eq(n, 0, "ref_check:\n%s", text);
+	free(text);
+	ref_close(fs);
+}
+
+void wu_expect_clean(sim_volume *vol)
+{
+	wu_expect_ref_clean(vol);
+	char path[] = "/tmp/btrsim-wu-XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	close(fd);
+	cr_assert_eq(sim_disk_save_image(vol, 0, path), 0);
+	char *text = NULL;
+	int st = iu_btrfs_check(path, NULL, &text);
+	if (st >= 0)
+		cr_expect_eq(st, 0, "btrfs check:\n%s", text);
+	free(text);
+	unlink(path);
+}

@@ -1,0 +1,37 @@
+/*
+ * wrutil.h - helpers for the write path's unit tests: a fresh file system on
+ * a memory volume, mounted for writing; its verdicts from ref_check and from
+ * `btrfs check --readonly` on a saved image; calls asserted to succeed.
+ */
+#ifndef BTRSIM_TESTS_UNIT_WRUTIL_H
+#define BTRSIM_TESTS_UNIT_WRUTIL_H
+
+#include "ref/vfs.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A memory volume of one disk of `mib` MiB with a new file system (nodesize
+ * 16 KiB unless given), mounted. */
+ref_fs *wu_fresh(sim_volume **vol, unsigned mib, uint32_t nodesize);
+/* Asserts a call returned >= 0, printing ref_error on failure. */
+#define WU_OK(fs, call)                                                                      \
+	do {                                                                                 \
+		long wu_r_ = (long)(call);                                                   \
+		cr_assert(wu_r_ >= 0, "%s = %ld (%s): %s", #call, wu_r_,                     \
+			  strerror((int)-wu_r_), ref_error(fs));                             \
+	} while (0)
+/* Asserts a call failed with -err. */
+#define WU_ERR(fs, call, err)                                                                \
+	do {                                                                                 \
+		long wu_r_ = (long)(call);                                                   \
+		cr_assert_eq(wu_r_, -(long)(err), "%s = %ld (%s), expected %s", #call, wu_r_, \
+			     strerror((int)-wu_r_), #err);                                   \
+	} while (0)
+/* Opens the volume read-only and asserts ref_check finds nothing; then
+ * saves disk 0 and asserts `btrfs check --readonly` agrees (when installed). */
+void wu_expect_clean(sim_volume *vol);
+/* The same check without btrfs check (fast, for loops). */
+void wu_expect_ref_clean(sim_volume *vol);
+
+#endif
