@@ -116,7 +116,7 @@ int inode_create(ref_fs *fs, uint64_t subvol, uint32_t mode, struct ref_ino *out
 	int r = rw_tree_get(fs, subvol, &t);
 	if (r)
 		return r;
-	uint64_t ino;
+	uint64_t ino = 0;
 	if ((r = next_ino(fs, t, &ino)))
 		return r;
 	memset(ii, 0, sizeof(*ii));

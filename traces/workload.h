@@ -1,0 +1,151 @@
+/*
+ * workload.h - the workload language of btrsim: a text file of file-system
+ * operations, one a line, each with the errno it is expected to give
+ * (traces/README.md, "Workload language", is the reference).  This header
+ * parses such files, prints operations back in the language, builds
+ * workloads in code, names errnos, and defines the data a `write` writes.
+ *
+ * The parser checks syntax only.  Names the file system must refuse
+ * (".", "..", a 256-byte component, an empty xattr name, a write past the
+ * largest offset) reach it unchanged, so that it is the file system that
+ * gives the errno.
+ */
+#ifndef BTRSIM_TRACES_WORKLOAD_H
+#define BTRSIM_TRACES_WORKLOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+enum wl_kind {
+	WL_MKDIR,	/* mkdir PATH [MODE]                     mode (default 0755) */
+	WL_CREATE,	/* create PATH [MODE]                    mode (default 0644); open(O_CREAT|O_EXCL|O_WRONLY) */
+	WL_WRITE,	/* write PATH OFFSET LENGTH [SEED]       off, len, seed (default 0); data: wl_content */
+	WL_TRUNCATE,	/* truncate PATH SIZE                    size */
+	WL_FALLOCATE,	/* fallocate PATH OFFSET LENGTH [keep-size|punch-hole]   off, len, flags */
+	WL_LINK,	/* link OLD NEW                          path = OLD, path2 = NEW */
+	WL_SYMLINK,	/* symlink TARGET PATH                   path = PATH (the new link), path2 = TARGET */
+	WL_RENAME,	/* rename OLD NEW [noreplace|exchange]   path = OLD, path2 = NEW, flags */
+	WL_UNLINK,	/* unlink PATH */
+	WL_RMDIR,	/* rmdir PATH */
+	WL_SETXATTR,	/* setxattr PATH NAME VALUE              name, value/vlen */
+	WL_REMOVEXATTR, /* removexattr PATH NAME                 name */
+	WL_CHMOD,	/* chmod PATH MODE                       mode */
+	WL_CHOWN,	/* chown PATH UID GID                    uid, gid (-1: unchanged) */
+	WL_UTIMES,	/* utimes PATH ATIME MTIME               atime, mtime (utimensat) */
+	WL_FSYNC,	/* fsync PATH */
+	WL_FDATASYNC,	/* fdatasync PATH */
+	WL_SYNC,	/* sync */
+	WL_MARK,	/* mark NAME                             name: [A-Za-z0-9_.-]+ */
+	WL_CRASH,	/* crash                                 power loss here */
+	WL_NKINDS
+};
+
+/* fallocate flags: the values of Linux's FALLOC_FL_*.  punch-hole is always
+ * given with keep-size, as Linux requires. */
+#define WL_FALLOC_KEEP_SIZE 0x01
+#define WL_FALLOC_PUNCH_HOLE 0x02
+/* rename flags: the values of Linux's RENAME_* (renameat2). */
+#define WL_RENAME_NOREPLACE 0x01
+#define WL_RENAME_EXCHANGE 0x02
+/* utimes: a time of `omit` leaves that time unchanged (utimensat's UTIME_OMIT). */
+#define WL_UTIME_OMIT ((long)((1L << 30) - 2L))
+
+/*
+ * One operation.  A kind uses the fields its comment above names, plus path
+ * (every kind but sync, mark and crash) and expect; the others are zero when
+ * the parser made the op, and are ignored by wl_format and wl_append.
+ * Strings are NUL-terminated and never contain a NUL; value may (vlen counts it).
+ */
+struct wl_op {
+	enum wl_kind kind;
+	int expect;	 /* 0: success expected; else the positive errno expected */
+	size_t line;	 /* 1-based line in the workload file; 0 when built in code */
+	char *path;	 /* an absolute path: starts with '/' */
+	char *path2;	 /* link, rename: NEW (absolute); symlink: TARGET (any non-empty string) */
+	char *name;	 /* setxattr, removexattr: the xattr name; mark: the mark's name */
+	uint8_t *value;	 /* setxattr: the value, vlen bytes (NULL when vlen is 0 is allowed) */
+	size_t vlen;
+	uint64_t off;	 /* write, fallocate */
+	uint64_t len;	 /* write, fallocate */
+	uint64_t size;	 /* truncate */
+	uint64_t seed;	 /* write */
+	uint32_t mode;	 /* mkdir, create, chmod: permission bits, at most 07777 */
+	uint32_t uid;	 /* chown; UINT32_MAX (-1) leaves it unchanged */
+	uint32_t gid;
+	int flags;	 /* fallocate: WL_FALLOC_*; rename: WL_RENAME_* */
+	struct timespec atime, mtime; /* utimes; tv_nsec WL_UTIME_OMIT: unchanged */
+};
+
+/* A workload: its ops in order.  Start from `struct wl_workload w = {0};`. */
+struct wl_workload {
+	char *name;	 /* the file name given to the parser (malloc'd), or NULL */
+	struct wl_op *ops;
+	size_t n;
+	size_t cap;
+};
+
+/*
+ * Parse a workload file ("-" reads standard input).  Returns 0, or a negative
+ * errno with a one-line message in err (when errlen > 0):
+ *   -EINVAL  a parse error: "FILE:LINE:COL: message" (1-based; COL counts bytes);
+ *   -ENOENT, -EACCES, -EIO, ...  the file could not be read: "FILE: reason";
+ *   -ENOMEM.
+ * On success *out holds the ops (free with wl_free); on error *out is empty.
+ */
+int wl_parse_file(const char *file, struct wl_workload *out, char *err, size_t errlen);
+/* The same for len bytes of text in memory, `name` standing for FILE in
+ * messages and in out->name.  The text need not be NUL-terminated. */
+int wl_parse_text(const char *name, const char *text, size_t len, struct wl_workload *out,
+		  char *err, size_t errlen);
+
+/* Frees everything a workload holds and leaves it empty; NULL is allowed. */
+void wl_free(struct wl_workload *w);
+
+/* Why op is not a valid operation (a static English phrase), or NULL when it
+ * is: required strings present, paths absolute, modes and flags in range,
+ * a mark's name well formed, expect 0 or a named errno. */
+const char *wl_op_problem(const struct wl_op *op);
+
+/* Appends a deep copy of op: kind, expect, line and the fields its kind uses
+ * (the others are left zero); the caller keeps its own strings.  Returns 0,
+ * -EINVAL when wl_op_problem(op) is not NULL, or -ENOMEM. */
+int wl_append(struct wl_workload *w, const struct wl_op *op);
+
+/*
+ * Writes op in the language, without "\n", into buf as snprintf does: at most
+ * len bytes including the NUL, and returns the length of the whole line (so
+ * a return >= len means buf was too small; buf may be NULL when len is 0).
+ * Returns -EINVAL for an op that wl_op_problem rejects, -EOVERFLOW for a line
+ * over INT_MAX bytes.  The line parses back into an op with the same
+ * fields (line aside): names with spaces, '#', '"' or bytes outside printable
+ * ASCII are quoted with escapes; optional arguments at their default are left out.
+ */
+int wl_format(const struct wl_op *op, char *buf, size_t len);
+/* Writes every op of w, one a line, to f.  Returns 0, or -EINVAL, -ENOMEM or -EIO. */
+int wl_print(FILE *f, const struct wl_workload *w);
+
+/* "mkdir", "write", ...; NULL for a value out of range. */
+const char *wl_kind_name(enum wl_kind k);
+/* The kind named `name`, or -1. */
+int wl_kind_parse(const char *name);
+
+/* The Linux name of errno e ("ENOENT"), "0" for 0, NULL when e has no name. */
+const char *wl_errno_name(int e);
+/* The errno named `name` (also the aliases EWOULDBLOCK, EDEADLOCK, ENOTSUP),
+ * 0 for "0" and "OK", -1 for anything else. */
+int wl_errno_parse(const char *name);
+
+/*
+ * The data of `write PATH OFFSET LENGTH SEED`: fills buf with the len bytes
+ * found at file offsets off..off+len-1.  Byte o of a file depends on (seed, o)
+ * alone, so any range can be recomputed, however a write was split; two
+ * seeds give unrelated data.  Byte o is byte o % 8 (little-endian) of
+ *   w(o / 8) = mix((o / 8) * 0x9e3779b97f4a7c15 ^ mix(seed + 0x9e3779b97f4a7c15))
+ * where mix is splitmix64's finaliser (traces/README.md): the same on every
+ * machine and build.  Several GB/s.
+ */
+void wl_content(uint64_t seed, uint64_t off, void *buf, size_t len);
+
+#endif
