@@ -33,7 +33,8 @@ REF_SRC  := $(wildcard ref/*.c)
 TRACES_SRC := $(wildcard traces/*.c)
 CLI_SRC  := $(wildcard cli/*.c)
 UNIT_SRC := $(wildcard tests/unit/*.c)
-BENCH_SRC := $(wildcard bench/*.c)
+BENCH_SRC := bench/bench_sim.c
+BENCH_FS_SRC := bench/bench_fs.c
 SWEEP_SRC := $(wildcard tests/sweep/*.c)
 
 obj = $(patsubst %.c,$(B)/%.o,$(1))
@@ -44,6 +45,7 @@ TRACES_LIB := $(B)/libbtrsim-traces.a
 BTRSIM  := $(B)/btrsim
 UNIT    := $(B)/tests/unit-tests
 BENCH   := $(B)/bench/bench-sim
+BENCH_FS := $(B)/bench/bench-fs
 SWEEP   := $(B)/tests/corrupt-sweep
 
 VERSION := $(shell cat VERSION)
@@ -72,7 +74,7 @@ deps:
 	@sh mk/deps.sh
 
 cmd: $(BTRSIM)
-build: $(BTRSIM) $(UNIT) $(SWEEP) $(BENCH)
+build: $(BTRSIM) $(UNIT) $(SWEEP) $(BENCH) $(BENCH_FS)
 
 asan:
 	@$(MAKE) --no-print-directory MODE=debug build
@@ -82,6 +84,7 @@ test: deps
 	@sh tests/run.sh build/debug
 
 BENCH_READ_MIB ?= 1024
+BENCH_WRITE_MIB ?= 1024
 SEED ?=
 run: deps
 	@$(MAKE) --no-print-directory all
@@ -91,6 +94,7 @@ bench: deps
 	@$(MAKE) --no-print-directory MODE=release build
 	@build/release/bench/bench-sim
 	@sh bench/bench_read.sh build/release/btrsim $(BENCH_READ_MIB)
+	@sh bench/bench_fs.sh build/release/bench/bench-fs $(BENCH_WRITE_MIB)
 
 coverage: deps
 	@rm -rf build/coverage/*.info reports/coverage
@@ -149,6 +153,9 @@ $(SWEEP): $(call obj,$(SWEEP_SRC)) $(REF_LIB) $(SIM_LIB)
 	$(call link)
 
 $(BENCH): $(call obj,$(BENCH_SRC)) $(SIM_LIB)
+	$(call link)
+
+$(BENCH_FS): $(call obj,$(BENCH_FS_SRC)) $(REF_LIB) $(SIM_LIB)
 	$(call link)
 
 -include $(shell find build/$(MODE) -name '*.d' 2>/dev/null)

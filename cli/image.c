@@ -10,12 +10,18 @@
 int cli_open_volume(const struct cli_cmd *cmd, char **paths, int n, bool writable,
 		    sim_volume **vol)
 {
+	return cli_open_volume_seeded(cmd, paths, n, writable, 0, vol);
+}
+
+int cli_open_volume_seeded(const struct cli_cmd *cmd, char **paths, int n, bool writable,
+			   uint64_t seed, sim_volume **vol)
+{
 	struct sim_volume_config cfg;
 	if (n < 1)
 		return cli_usage_error(cmd, "no image given");
 	if (n > SIM_MAX_DISKS)
 		return cli_usage_error(cmd, "at most %d images, not %d", SIM_MAX_DISKS, n);
-	sim_config_init(&cfg, (unsigned)n, 0, 0);
+	sim_config_init(&cfg, (unsigned)n, 0, seed);
 	memset(&cfg.latency, 0, sizeof(cfg.latency));
 	for (int i = 0; i < n; i++) {
 		struct stat st;

@@ -9,6 +9,9 @@
  * Returns 0, or the exit status after printing why (1, or 2 for usage). */
 int cli_open_volume(const struct cli_cmd *cmd, char **paths, int n, bool writable,
 		    sim_volume **vol);
+/* The same with the volume's seed (its power-loss and fault choices). */
+int cli_open_volume_seeded(const struct cli_cmd *cmd, char **paths, int n, bool writable,
+			   uint64_t seed, sim_volume **vol);
 /* The same, then ref_open on it. */
 int cli_open_fs(const struct cli_cmd *cmd, char **paths, int n, const struct ref_open_opts *opts,
 		sim_volume **vol, ref_fs **fs);

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
@@ -267,6 +268,21 @@ int ref_chown(ref_fs *fs, const char *path, uint32_t uid, uint32_t gid)
 	return set_attrs(fs, path, do_chown, ids);
 }
 
+static int set_time(ref_fs *fs, struct btrfs_timespec *t, const struct timespec *ts)
+{
+	if (ts->tv_nsec == UTIME_OMIT)
+		return 0;
+	if (ts->tv_nsec == UTIME_NOW) {
+		vfs_now(fs, t);
+		return 0;
+	}
+	if (ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000)
+		return ref_fail(fs, EINVAL, "nanoseconds out of range");
+	t->sec = htole64((uint64_t)ts->tv_sec);
+	t->nsec = htole32((uint32_t)ts->tv_nsec);
+	return 0;
+}
+
 static int do_utimes(ref_fs *fs, struct btrfs_inode_item *ii, const void *arg)
 {
 	const struct timespec *ts = arg;
@@ -275,14 +291,13 @@ static int do_utimes(ref_fs *fs, struct btrfs_inode_item *ii, const void *arg)
 		ii->mtime = ii->atime;
 		return 0;
 	}
-	for (int i = 0; i < 2; i++)
-		if (ts[i].tv_nsec < 0 || ts[i].tv_nsec >= 1000000000)
-			return ref_fail(fs, EINVAL, "nanoseconds out of range");
-	ii->atime.sec = htole64((uint64_t)ts[0].tv_sec);
-	ii->atime.nsec = htole32((uint32_t)ts[0].tv_nsec);
-	ii->mtime.sec = htole64((uint64_t)ts[1].tv_sec);
-	ii->mtime.nsec = htole32((uint32_t)ts[1].tv_nsec);
-	return 0;
+	struct btrfs_inode_item tmp = *ii; /* nothing changes unless both are valid */
+	int r = set_time(fs, &tmp.atime, &ts[0]);
+	if (!r)
+		r = set_time(fs, &tmp.mtime, &ts[1]);
+	if (!r)
+		*ii = tmp;
+	return r;
 }
 
 int ref_utimes(ref_fs *fs, const char *path, const struct timespec times[2])

@@ -43,10 +43,22 @@ static int make_node(ref_fs *fs, const char *path, uint32_t mode, const char *ta
 	if (n.trailing_slash && !S_ISDIR(mode))
 		return vfs_end(fs, ref_fail(fs, S_ISREG(mode) ? EISDIR : ENOENT,
 					    "%s: a trailing slash names a directory", path));
+	/* A set-group-ID directory passes its group on, and the bit to subdirectories. */
+	struct btrfs_inode_item dii;
+	if ((r = inode_read(fs, &n.dir, &dii)))
+		return vfs_end(fs, r);
+	bool sgid = inode_mode(&dii) & S_ISGID;
+	if (sgid && S_ISDIR(mode))
+		mode |= S_ISGID;
 	struct ref_ino ino;
 	struct btrfs_inode_item ii;
 	if ((r = inode_create(fs, n.dir.subvol, mode, &ino, &ii)))
 		return vfs_end(fs, r);
+	if (sgid) {
+		ii.gid = dii.gid;
+		if ((r = inode_write(fs, &ino, &ii)))
+			return vfs_end(fs, r);
+	}
 	if (target) { /* a symlink's target: one inline extent */
 		size_t len = strlen(target);
 		struct rw_tree *t;

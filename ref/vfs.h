@@ -71,7 +71,7 @@ ssize_t ref_getxattr(ref_fs *fs, const char *path, const char *name, void *value
 int ref_chmod(ref_fs *fs, const char *path, uint32_t mode);
 /* (uint32_t)-1 leaves that id unchanged, as chown(2). */
 int ref_chown(ref_fs *fs, const char *path, uint32_t uid, uint32_t gid);
-/* times[0] atime, times[1] mtime; NULL: now. */
+/* times[0] atime, times[1] mtime (tv_nsec UTIME_NOW or UTIME_OMIT as utimensat); NULL: now. */
 int ref_utimes(ref_fs *fs, const char *path, const struct timespec times[2]);
 
 /* stat (follow = true) or lstat. */

@@ -312,6 +312,16 @@ static bool fits_inline(const ref_fs *fs, uint64_t size)
 	return size <= VFS_MAX_INLINE && size < fs->sectorsize;
 }
 
+static int finish_write(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_item *ii, int r,
+			uint64_t newsize)
+{
+	if (r)
+		return r;
+	ii->size = htole64(newsize);
+	inode_touch(fs, ii, true, true);
+	return inode_write(fs, ino, ii);
+}
+
 int file_write(ref_fs *fs, const struct ref_ino *ino, const void *buf, size_t len, uint64_t off)
 {
 	struct btrfs_inode_item ii;
@@ -339,10 +349,14 @@ int file_write(ref_fs *fs, const struct ref_ino *ino, const void *buf, size_t le
 		if (inl && (r = uninline(fs, ino, &ii)))
 			return r;
 		uint64_t a = off / ss * ss, b = round_up(end, ss);
+		if (a == off && b == end) /* whole sectors: straight from the caller */
+			return finish_write(fs, ino, &ii, write_aligned(fs, ino, &ii, a, buf, len),
+					    newsize);
 		uint8_t *data = malloc(b - a);
 		if (!data)
 			return ref_fail(fs, ENOMEM, "out of memory");
-		memset(data, 0, b - a);
+		memset(data, 0, ss); /* the partial sectors at the ends */
+		memset(data + (b - a) - ss, 0, ss);
 		/* The partial sectors at both ends keep the bytes already there. */
 		if (off > a && a < size) {
 			ssize_t n = ref_pread(fs, ino, data, off - a, a);
@@ -357,11 +371,7 @@ int file_write(ref_fs *fs, const struct ref_ino *ino, const void *buf, size_t le
 			r = write_aligned(fs, ino, &ii, a, data, b - a);
 		free(data);
 	}
-	if (r)
-		return r;
-	ii.size = htole64(newsize);
-	inode_touch(fs, &ii, true, true);
-	return inode_write(fs, ino, &ii);
+	return finish_write(fs, ino, &ii, r, newsize);
 }
 
 /* Zeroes [from, to) inside one sector that holds data (a hole stays a hole). */

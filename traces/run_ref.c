@@ -1,0 +1,68 @@
+/*
+ * run_ref.c - the ref target: each workload operation as the matching call
+ * of ref/vfs.h on a mounted reference Btrfs.
+ */
+#include "traces/run.h"
+#include "ref/vfs.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WRITE_CHUNK (UINT64_C(64) << 20)
+
+/* A write of generated data, in chunks (each chunk one atomic ref_write). */
+static int write_data(ref_fs *fs, const struct wl_op *op)
+{
+	size_t chunk = op->len < WRITE_CHUNK ? (size_t)op->len : (size_t)WRITE_CHUNK;
+	uint8_t *buf = malloc(chunk ? chunk : 1);
+	if (!buf)
+		return -ENOMEM;
+	int r = 0;
+	uint64_t done = 0;
+	do {
+		size_t n = op->len - done < chunk ? (size_t)(op->len - done) : chunk;
+		wl_content(op->seed, op->off + done, buf, n);
+		ssize_t w = ref_write(fs, op->path, buf, n, op->off + done);
+		r = w < 0 ? (int)w : 0;
+		done += n;
+	} while (!r && done < op->len);
+	free(buf);
+	return r;
+}
+
+int wl_exec_ref(void *target, const struct wl_op *op, char *err, size_t errlen)
+{
+	ref_fs *fs = target;
+	int r;
+	switch (op->kind) {
+	case WL_MKDIR: r = ref_mkdir(fs, op->path, op->mode); break;
+	case WL_CREATE: r = ref_create(fs, op->path, op->mode); break;
+	case WL_WRITE: r = write_data(fs, op); break;
+	case WL_TRUNCATE: r = ref_truncate(fs, op->path, op->size); break;
+	case WL_FALLOCATE: r = ref_fallocate(fs, op->path, op->flags, op->off, op->len); break;
+	case WL_LINK: r = ref_link(fs, op->path, op->path2); break;
+	case WL_SYMLINK: r = ref_symlink(fs, op->path2, op->path); break;
+	case WL_RENAME: r = ref_rename(fs, op->path, op->path2, (unsigned)op->flags); break;
+	case WL_UNLINK: r = ref_unlink(fs, op->path); break;
+	case WL_RMDIR: r = ref_rmdir(fs, op->path); break;
+	case WL_SETXATTR: r = ref_setxattr(fs, op->path, op->name, op->value, op->vlen, 0); break;
+	case WL_REMOVEXATTR: r = ref_removexattr(fs, op->path, op->name); break;
+	case WL_CHMOD: r = ref_chmod(fs, op->path, op->mode); break;
+	case WL_CHOWN: r = ref_chown(fs, op->path, op->uid, op->gid); break;
+	case WL_UTIMES: {
+		struct timespec ts[2] = { op->atime, op->mtime };
+		r = ref_utimes(fs, op->path, ts);
+		break;
+	}
+	case WL_FSYNC: r = ref_fsync(fs, op->path); break;
+	case WL_FDATASYNC: r = ref_fdatasync(fs, op->path); break;
+	case WL_SYNC: r = ref_sync(fs); break;
+	default:
+		snprintf(err, errlen, "operation %d is the runner's, not the file system's", op->kind);
+		return -EINVAL;
+	}
+	if (r < 0 && errlen)
+		snprintf(err, errlen, "%s", r == -ENOMEM ? "out of memory" : ref_error(fs));
+	return r < 0 ? r : 0;
+}
