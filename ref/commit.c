@@ -322,6 +322,7 @@ int rw_commit(ref_fs *fs)
 	rw->transid++;
 	rw->in_txn = false;
 	rw->commits++;
+	rw->op_mark = rw->mods; /* a commit inside an operation's reservation changed nothing of it */
 	for (size_t i = 0; i < rw->ntrees; i++)
 		rw->trees[i].dirty = false;
 	alloc_unpin_all(fs);

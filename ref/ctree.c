@@ -261,6 +261,8 @@ int bt_search(ref_fs *fs, struct rw_tree *t, const struct ref_key *key, struct r
 	memset(p, 0, sizeof(*p));
 	if (cow && (r = rw_check_writable(fs)))
 		return r;
+	if (cow)
+		fs->rw->mods++;
 	for (int restarts = 0; restarts < MAX_RESTARTS; restarts++) {
 		ref_path_release(fs, p);
 		struct ref_block *b;

@@ -141,7 +141,9 @@ struct rw_state {
 	uint64_t commits;
 	struct ref_block **zombies; /* replaced cache entries still referenced by a path */
 	size_t nzombies, zombies_cap;
-	bool failed; /* a commit failed half-way: the file system is read-only now */
+	bool failed; /* a commit or an operation failed half-way: read-only now */
+	uint64_t mods;     /* tree changes so far (an operation that fails after one aborts) */
+	uint64_t op_mark;  /* mods when the running operation began */
 	uint8_t chunk_tree_uuid[BTRFS_UUID_SIZE]; /* every tree block header carries it */
 };
 

@@ -67,11 +67,22 @@ int vfs_begin(ref_fs *fs, unsigned items, bool deleting)
 	/* Each item may COW a path in its tree and the extent, free-space and
 	 * root trees at commit: a generous bound, as the kernel's reservations. */
 	uint64_t per_item = (uint64_t)fs->nodesize * 2 * 4;
-	return alloc_reserve_meta(fs, items * per_item, deleting);
+	r = alloc_reserve_meta(fs, items * per_item, deleting);
+	fs->rw->op_mark = fs->rw->mods;
+	return r;
 }
 
 int vfs_end(ref_fs *fs, int r)
 {
+	if (r < 0 && fs->rw && fs->rw->mods != fs->rw->op_mark) {
+		/* Changed half-way: like the kernel's transaction abort, nothing
+		 * more is written and the last commit stays the file system. */
+		fs->rw->failed = true;
+		char why[sizeof(fs->err)];
+		snprintf(why, sizeof(why), "%s", fs->err);
+		return ref_fail(fs, -r, "%s; the operation failed half-way, the file system is read-only now",
+				why);
+	}
 	if (r == 0 || r == -ENOSPC || r == -EEXIST || r == -ENOENT) {
 		int c = rw_maybe_commit(fs);
 		if (c)
