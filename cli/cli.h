@@ -25,9 +25,19 @@ extern const struct cli_cmd cli_cmd_ls;
 extern const struct cli_cmd cli_cmd_cat;
 extern const struct cli_cmd cli_cmd_stat;
 extern const struct cli_cmd cli_cmd_extract;
+extern const struct cli_cmd cli_cmd_manifest;
 extern const struct cli_cmd cli_cmd_check;
 extern const struct cli_cmd cli_cmd_map;
 extern const struct cli_cmd cli_cmd_mkfs;
+extern const struct cli_cmd cli_cmd_mkdir;
+extern const struct cli_cmd cli_cmd_rm;
+extern const struct cli_cmd cli_cmd_mv;
+extern const struct cli_cmd cli_cmd_ln;
+extern const struct cli_cmd cli_cmd_truncate;
+extern const struct cli_cmd cli_cmd_write;
+extern const struct cli_cmd cli_cmd_put;
+extern const struct cli_cmd cli_cmd_run;
+extern const struct cli_cmd cli_cmd_gen;
 
 /* A NUL-terminated copy of a name that is not (names in tree items are not). */
 char *cli_name_dup(const char *name, size_t len);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -210,7 +211,9 @@ static void extract_one(struct ex *ex, const struct ref_ino *ino, const char *pa
 	case S_IFBLK:
 	case S_IFIFO:
 	case S_IFSOCK:
-		if (mknod(path, (st.mode & S_IFMT) | 0600, (dev_t)st.rdev)) {
+		/* btrfs stores the kernel's internal encoding: major above bit 20 */
+		dev_t dev = makedev((unsigned)(st.rdev >> 20), (unsigned)(st.rdev & 0xfffff));
+		if (mknod(path, (st.mode & S_IFMT) | 0600, dev)) {
 			fail_path(ex, path, strerror(errno));
 			return;
 		}

@@ -39,8 +39,10 @@ ssize_t ref_write(ref_fs *fs, const char *path, const void *buf, size_t len, uin
 	int r = vfs_begin(fs, data_items(fs, len), false);
 	if (r || (r = regular(fs, path, EINVAL, &ino)))
 		return vfs_end(fs, r);
+	/* As rw_verify_area: an end past the largest loff_t is EINVAL (the
+	 * maximum file size is that same value, so EFBIG cannot happen). */
 	if (off > VFS_MAX_FILE_SIZE || len > VFS_MAX_FILE_SIZE - off)
-		return vfs_end(fs, ref_fail(fs, EFBIG, "the write would pass the maximum file size"));
+		return vfs_end(fs, ref_fail(fs, EINVAL, "the write would pass the largest file offset"));
 	if ((r = alloc_reserve_data(fs, len + 2 * (uint64_t)fs->sectorsize)))
 		return vfs_end(fs, r);
 	r = file_write(fs, &ino, buf, len, off);
@@ -54,8 +56,8 @@ int ref_truncate(ref_fs *fs, const char *path, uint64_t size)
 	int r = vfs_begin(fs, 12, true);
 	if (r || (r = regular(fs, path, EINVAL, &ino)))
 		return vfs_end(fs, r);
-	if (size > VFS_MAX_FILE_SIZE)
-		return vfs_end(fs, ref_fail(fs, EFBIG, "past the maximum file size"));
+	if (size > VFS_MAX_FILE_SIZE) /* a negative length to ftruncate */
+		return vfs_end(fs, ref_fail(fs, EINVAL, "the size is past the largest file offset"));
 	if ((r = alloc_reserve_data(fs, 2 * (uint64_t)fs->sectorsize)))
 		return vfs_end(fs, r);
 	return vfs_end(fs, file_truncate(fs, &ino, size));

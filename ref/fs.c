@@ -104,6 +104,10 @@ static void ts(struct timespec *t, const struct btrfs_timespec *d)
 
 int ref_stat(ref_fs *fs, const struct ref_ino *ino, struct ref_stat *st)
 {
+	if (ino->ino == BTRFS_EMPTY_SUBVOL_DIR_OBJECTID) { /* a snapshot's stand-in */
+		*st = (struct ref_stat){ .nlink = 1, .mode = 040755 };
+		return 0;
+	}
 	struct ref_path path;
 	const uint8_t *data;
 	uint32_t size;
@@ -184,11 +188,54 @@ static int lookup_entry(void *ctx, const struct btrfs_dir_item *di, const char *
 }
 
 /* Where a directory entry leads: an inode of the same subvolume, or the root of another. */
-static int entry_target(ref_fs *fs, const struct ref_ino *dir, const struct btrfs_disk_key *loc,
-			struct ref_ino *out)
+/* Whether subvolume `child` hangs at name in directory dir: a ROOT_REF
+ * (dir's subvolume, child) naming dir and name.  A snapshot copies the
+ * entries of the subvolumes below its source without such a ROOT_REF; the
+ * kernel shows those as empty directories, and so does ref. */
+static int subvol_linked(ref_fs *fs, const struct ref_ino *dir, uint64_t child, const char *name,
+			 size_t len)
 {
-	if (loc->type == BTRFS_ROOT_ITEM_KEY)
-		return ref_subvol_root(fs, LE64(loc->objectid), out);
+	struct ref_root tr;
+	int r = ref_find_root(fs, BTRFS_ROOT_TREE_OBJECTID, &tr);
+	if (r)
+		return r;
+	struct ref_path path;
+	struct ref_key k = { dir->subvol, BTRFS_ROOT_REF_KEY, child };
+	if ((r = ref_search(fs, &tr, &k, &path)) < 0)
+		return r;
+	if (r == 1)
+		return 0;
+	const uint8_t *d;
+	uint32_t size;
+	struct ref_key got;
+	ref_path_item(&path, &got, &d, &size);
+	bool linked = !ref_key_cmp(&got, &k) && size >= sizeof(struct btrfs_root_ref) &&
+		      LE64(((const struct btrfs_root_ref *)d)->dirid) == dir->ino &&
+		      LE16(((const struct btrfs_root_ref *)d)->name_len) == len &&
+		      size >= sizeof(struct btrfs_root_ref) + len &&
+		      !memcmp(d + sizeof(struct btrfs_root_ref), name, len);
+	ref_path_release(fs, &path);
+	return linked;
+}
+
+static int entry_target(ref_fs *fs, const struct ref_ino *dir, const struct btrfs_disk_key *loc,
+			const char *name, size_t len, bool open_root, struct ref_ino *out)
+{
+	if (loc->type == BTRFS_ROOT_ITEM_KEY) {
+		uint64_t child = LE64(loc->objectid);
+		int r = subvol_linked(fs, dir, child, name, len);
+		if (r < 0)
+			return r;
+		if (!r) { /* the kernel's empty stand-in directory */
+			*out = (struct ref_ino){ dir->subvol, BTRFS_EMPTY_SUBVOL_DIR_OBJECTID };
+			return 0;
+		}
+		if (!open_root) {
+			*out = (struct ref_ino){ child, BTRFS_FIRST_FREE_OBJECTID };
+			return 0;
+		}
+		return ref_subvol_root(fs, child, out);
+	}
 	if (loc->type != BTRFS_INODE_ITEM_KEY)
 		return ref_fail(fs, EUCLEAN, "subvolume %llu dir %llu: entry points to key type %u",
 				(unsigned long long)dir->subvol, (unsigned long long)dir->ino,
@@ -220,7 +267,7 @@ int ref_lookup(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t l
 		return ref_fail(fs, ENOENT, "%.*s: no such file or directory", (int)len, name);
 	if (type)
 		*type = lc.type;
-	return entry_target(fs, dir, &lc.location, out);
+	return entry_target(fs, dir, &lc.location, name, len, true, out);
 }
 
 /* The parent of a directory: INODE_REF's offset, or for a subvolume root the
@@ -317,14 +364,10 @@ static int readdir_entry(void *ctx, const struct btrfs_dir_item *di, const char 
 	struct readdir_ctx *rc = ctx;
 	(void)value;
 	struct ref_dirent de = { name, LE16(di->name_len), { 0, 0 }, di->type, rc->index };
-	if (di->location.type == BTRFS_ROOT_ITEM_KEY) {
-		/* A subvolume entry: its root, without opening it. */
-		de.ino = (struct ref_ino){ LE64(di->location.objectid), BTRFS_FIRST_FREE_OBJECTID };
-	} else {
-		int r = entry_target(rc->fs, rc->dir, &di->location, &de.ino);
-		if (r)
-			return r;
-	}
+	/* A subvolume entry gives its root without opening it. */
+	int r = entry_target(rc->fs, rc->dir, &di->location, name, de.len, false, &de.ino);
+	if (r)
+		return r;
 	return rc->fn(rc->ctx, &de);
 }
 

@@ -90,7 +90,8 @@ int ref_create(ref_fs *fs, const char *path, uint32_t mode)
 
 int ref_mkdir(ref_fs *fs, const char *path, uint32_t mode)
 {
-	return make_node(fs, path, S_IFDIR | (mode & 07777), NULL);
+	/* mkdir(2) keeps only the permission bits and the sticky bit. */
+	return make_node(fs, path, S_IFDIR | (mode & (0777 | S_ISVTX)), NULL);
 }
 
 int ref_symlink(ref_fs *fs, const char *target, const char *path)
@@ -113,14 +114,16 @@ int ref_link(ref_fs *fs, const char *oldpath, const char *newpath)
 	struct btrfs_inode_item ii;
 	if ((r = inode_read(fs, &ino, &ii)))
 		return vfs_end(fs, r);
-	if (S_ISDIR(inode_mode(&ii)))
-		return vfs_end(fs, ref_fail(fs, EPERM, "%s: hard links to directories are not allowed",
-					    oldpath));
+	/* Linux's order: the new name first (EEXIST), then the inode (EPERM,
+	 * EXDEV, EMLINK). */
 	if ((r = new_name(fs, newpath, &n)))
 		return vfs_end(fs, r);
 	if (n.trailing_slash)
 		return vfs_end(fs, ref_fail(fs, ENOENT, "%s: a trailing slash names a directory",
 					    newpath));
+	if (S_ISDIR(inode_mode(&ii)))
+		return vfs_end(fs, ref_fail(fs, EPERM, "%s: hard links to directories are not allowed",
+					    oldpath));
 	if (n.dir.subvol != ino.subvol)
 		return vfs_end(fs, ref_fail(fs, EXDEV, "links cannot cross subvolumes"));
 	if (LE32(ii.nlink) >= VFS_LINK_MAX)

@@ -329,7 +329,8 @@ Test(write, errnos_of_bad_input)
 	WU_ERR(fs, ref_unlink(fs, "/a/b"), EISDIR);
 	WU_ERR(fs, ref_unlink(fs, "/a/missing"), ENOENT);
 	WU_ERR(fs, ref_write(fs, "/a", "x", 1, 0), EISDIR);
-	WU_ERR(fs, ref_write(fs, "/a/f", "x", 1, UINT64_MAX - 10), EFBIG);
+	WU_ERR(fs, ref_write(fs, "/a/f", "x", 1, UINT64_MAX - 10), EINVAL);
+	WU_ERR(fs, ref_fallocate(fs, "/a/f", 0, INT64_MAX - 10, 100), EFBIG);
 	WU_ERR(fs, ref_truncate(fs, "/a", 0), EISDIR);
 	WU_ERR(fs, ref_fallocate(fs, "/a/f", FALLOC_FL_PUNCH_HOLE, 0, 10), EOPNOTSUPP);
 	WU_ERR(fs, ref_fallocate(fs, "/a/f", 0, 0, 0), EINVAL);

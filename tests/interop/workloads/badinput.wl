@@ -18,7 +18,7 @@ rmdir / = EBUSY
 unlink /d = EISDIR
 unlink /d/missing = ENOENT
 write /d 0 1 1 = EISDIR
-write /d/f 0x7fffffffffffff00 4096 1 = EFBIG
+write /d/f 0x7fffffffffffff00 4096 1 = EINVAL
 truncate /d 0 = EISDIR
 fallocate /d/f 0 10 punch-hole
 rename /d /d/inside = EINVAL

@@ -1,0 +1,44 @@
+/*
+ * fsops.h - what the commands that change a file system share (cmd-fsops.c,
+ * cmd-put.c): the images mounted for writing, failures reported with the
+ * errno's name, and the commit at the end.
+ */
+#ifndef BTRSIM_CLI_FSOPS_H
+#define BTRSIM_CLI_FSOPS_H
+
+#include "cli/image.h"
+#include "ref/vfs.h"
+
+struct cli_mount {
+	const struct cli_cmd *cmd;
+	sim_volume *vol;
+	ref_fs *fs;
+};
+
+/* Opens imgs[0..n) as one volume for writing and mounts the file system on
+ * it (timestamps from the current time).  Returns 0, or the exit status after
+ * saying why (1; 2 for bad usage). */
+int cli_mount(const struct cli_cmd *cmd, char **imgs, int n, struct cli_mount *m);
+
+/* "ENOENT (No such file or directory)" for err (positive or negative). */
+const char *cli_errno_str(int err, char *buf, size_t len);
+
+/* Prints "btrsim CMD: WHAT: ENAME (text): MSG" on stderr, MSG being
+ * ref_error() when msg is NULL, and nothing after the errno when msg is "". */
+void cli_report(const struct cli_mount *m, const char *what, int err, const char *msg);
+
+/* Commits and unmounts: 0, or 1 after saying why the commit failed. */
+int cli_umount(struct cli_mount *m);
+
+/* After a failure already reported: commits the operations that completed
+ * (a failed commit reported too), unmounts; returns 1. */
+int cli_abort(struct cli_mount *m);
+
+/* After a failed operation: cli_report(), then the commit of the operations
+ * that completed (its own failure reported too).  Returns 1. */
+int cli_op_fail(struct cli_mount *m, const char *what, int err);
+
+/* The process's umask (read without changing it for good). */
+unsigned cli_umask(void);
+
+#endif

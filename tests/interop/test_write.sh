@@ -1,0 +1,159 @@
+#!/bin/sh
+# The write path against the real Btrfs.  For each workload in workloads/:
+# ref runs it on a fresh image; btrfs check --readonly and btrsim check pass;
+# the kernel mounts the image and its view of every file (manifest: name,
+# type, mode, owner, size, link count, content hash, xattrs) equals ref's;
+# the kernel then changes the file system and ref reads its result back
+# exactly; ref writes on top and the kernel reads that: the round trip both
+# ways.  Images made by mkfs.btrfs take ref's writes too.  Then a random
+# differential run: the same seeded workload on the kernel and on ref must
+# give the same errno for every operation and end in the same view.
+. "$(dirname "$0")/../cli/lib.sh"
+. "$(dirname "$0")/lib.sh"
+
+W=$(cd "$(dirname "$0")/workloads" && pwd)
+command -v btrfs >/dev/null || { skip write "btrfs-progs is not installed"; exit 0; }
+LOOP_OK=0
+can_loop_mount && LOOP_OK=1
+[ "$LOOP_OK" -eq 1 ] || skip write-kernel "$LOOP_WHY"
+DIFF_SEEDS=${DIFF_SEEDS:-1 2 3}
+DIFF_OPS=${DIFF_OPS:-1000}
+
+# clean NAME IMG: both checkers pass.
+clean() {
+	NAME=$1
+	btrfs check --readonly "$2" >"$T/progs.log" 2>&1 ||
+		fail "btrfs check: $(grep -m2 -iE 'error|wrong|mismatch' "$T/progs.log" | tr '\n' '|')"
+	"$BTRSIM" check "$2" >"$T/ref.log" 2>&1 ||
+		fail "btrsim check: $(grep -m2 -i error "$T/ref.log" | tr '\n' '|')"
+}
+
+# mount_rw IMG: the image mounted at $T/mnt.
+mount_rw() {
+	attach "$1" && mount_dev "$T/mnt" "" "$LOOP"
+}
+
+# same_view NAME REF KERNEL: two manifests are equal.
+same_view() {
+	if ! cmp -s "$2" "$3"; then
+		fail "views differ (ref < > kernel): $(diff "$2" "$3" | head -6 | tr '\n' '|')"
+	fi
+}
+
+for w in basic sparse tree badinput; do
+	img="$T/$w.img"
+	truncate -s 3G "$img"
+	"$BTRSIM" mkfs "$img" >/dev/null
+	run "write-$w" 0 "$BTRSIM" run "$W/$w.wl" "$img"
+	done_check
+	clean "write-$w-clean" "$img"
+	done_check
+	[ "$LOOP_OK" -eq 1 ] || continue
+	NAME="write-$w-kernel-view"
+	"$BTRSIM" manifest "$img" >"$T/ref.view" 2>"$T/err" || fail "manifest: $(cat "$T/err")"
+	if mount_rw "$img"; then
+		"$BTRSIM" manifest --host "$T/mnt" >"$T/kernel.view" || fail "manifest --host"
+		same_view "$NAME" "$T/ref.view" "$T/kernel.view"
+		done_check
+		run "write-$w-kernel-changes" 0 "$BTRSIM" run --host "$T/mnt" "$W/kernel-changes.wl"
+		"$BTRSIM" manifest --host "$T/mnt" >"$T/kernel.view" || fail "manifest --host"
+		detach_all
+		done_check
+		NAME="write-$w-ref-reads-kernel"
+		clean "$NAME" "$img"
+		"$BTRSIM" manifest "$img" >"$T/ref.view" 2>"$T/err" || fail "manifest: $(cat "$T/err")"
+		same_view "$NAME" "$T/ref.view" "$T/kernel.view"
+		done_check
+		run "write-$w-ref-after-kernel" 0 "$BTRSIM" run "$W/after.wl" "$img"
+		clean "write-$w-ref-after-kernel" "$img"
+		"$BTRSIM" manifest "$img" >"$T/ref.view"
+		if mount_rw "$img"; then
+			"$BTRSIM" manifest --host "$T/mnt" >"$T/kernel.view" || fail "manifest --host"
+			same_view "$NAME" "$T/ref.view" "$T/kernel.view"
+			detach_all
+		else
+			fail "the kernel cannot mount the image"
+		fi
+		done_check
+	else
+		fail "the kernel cannot mount the image: $(dmesg | tail -n 3 | tr '\n' '|')"
+	fi
+done
+
+# An image mkfs.btrfs made takes ref's writes.
+img="$T/progs.img"
+truncate -s 1G "$img"
+mkfs.btrfs -q -f "$img" >/dev/null
+run write-on-mkfs-btrfs-image 0 "$BTRSIM" run "$W/basic.wl" "$img"
+clean write-on-mkfs-btrfs-image "$img"
+if [ "$LOOP_OK" -eq 1 ]; then
+	"$BTRSIM" manifest "$img" >"$T/ref.view"
+	if mount_rw "$img"; then
+		"$BTRSIM" manifest --host "$T/mnt" >"$T/kernel.view"
+		same_view write-on-mkfs-btrfs-image "$T/ref.view" "$T/kernel.view"
+		detach_all
+	else
+		fail "the kernel cannot mount the image"
+	fi
+fi
+done_check
+
+# Filling the file system: ENOSPC, still clean, deletions work, space comes back.
+img="$T/full.img"
+truncate -s 300M "$img"
+"$BTRSIM" mkfs "$img" >/dev/null
+{
+	i=0
+	while [ $i -lt 400 ]; do echo "create /f$i"; echo "write /f$i 0 1M $i"; i=$((i + 1)); done
+} >"$T/fill.wl"
+run write-full 0 "$BTRSIM" run --record --annotate "$T/fill.out" "$T/fill.wl" "$img"
+grep -q '= ENOSPC' "$T/fill.out" || fail "the disk never filled"
+clean write-full "$img"
+done_check
+{
+	i=0
+	while [ $i -lt 400 ]; do echo "unlink /f$i"; i=$((i + 1)); done
+	echo sync
+	echo "create /again"
+	echo "write /again 0 100M 7"
+} >"$T/drain.wl"
+run write-full-drain 0 "$BTRSIM" run "$T/drain.wl" "$img"
+clean write-full-drain "$img"
+done_check
+if [ "$LOOP_OK" -eq 1 ]; then
+	NAME=write-full-kernel-view
+	"$BTRSIM" manifest "$img" >"$T/ref.view"
+	if mount_rw "$img"; then
+		"$BTRSIM" manifest --host "$T/mnt" >"$T/kernel.view"
+		same_view "$NAME" "$T/ref.view" "$T/kernel.view"
+		detach_all
+	else
+		fail "the kernel cannot mount the image"
+	fi
+	done_check
+fi
+
+# The random differential test: the kernel's results are the expectations.
+[ "$LOOP_OK" -eq 1 ] || exit 0
+for seed in $DIFF_SEEDS; do
+	NAME="write-differential-seed-$seed"
+	"$BTRSIM" gen-workload --seed "$seed" --ops "$DIFF_OPS" >"$T/gen.wl"
+	truncate -s 3G "$T/k.img"
+	"$BTRSIM" mkfs --seed "$seed" "$T/k.img" >/dev/null
+	cp --sparse=always "$T/k.img" "$T/r.img"
+	if ! mount_rw "$T/k.img"; then
+		fail "the kernel cannot mount the image"
+		continue
+	fi
+	"$BTRSIM" run --host "$T/mnt" --record --annotate "$T/kernel.wl" "$T/gen.wl" >"$T/k.log" 2>&1 ||
+		fail "kernel run: $(tail -n 2 "$T/k.log" | tr '\n' '|')"
+	"$BTRSIM" manifest --host "$T/mnt" >"$T/kernel.view"
+	detach_all
+	"$BTRSIM" run "$T/kernel.wl" "$T/r.img" >"$T/r.log" 2>&1 ||
+		fail "ref differs from the kernel: $(grep -m1 'btrsim run' "$T/r.log")"
+	clean "$NAME" "$T/r.img"
+	"$BTRSIM" manifest "$T/r.img" >"$T/ref.view"
+	same_view "$NAME" "$T/ref.view" "$T/kernel.view"
+	done_check
+	rm -f "$T/k.img" "$T/r.img"
+done
