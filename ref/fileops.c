@@ -53,31 +53,47 @@ ssize_t ref_write(ref_fs *fs, const char *path, const void *buf, size_t len, uin
 int ref_truncate(ref_fs *fs, const char *path, uint64_t size)
 {
 	struct ref_ino ino;
+	if (size > VFS_MAX_FILE_SIZE) /* a negative length: truncate(2) checks it first */
+		return ref_fail(fs, EINVAL, "the size is past the largest file offset");
 	int r = vfs_begin(fs, 12, true);
 	if (r || (r = regular(fs, path, EINVAL, &ino)))
 		return vfs_end(fs, r);
-	if (size > VFS_MAX_FILE_SIZE) /* a negative length to ftruncate */
-		return vfs_end(fs, ref_fail(fs, EINVAL, "the size is past the largest file offset"));
 	if ((r = alloc_reserve_data(fs, 2 * (uint64_t)fs->sectorsize)))
 		return vfs_end(fs, r);
 	return vfs_end(fs, file_truncate(fs, &ino, size));
 }
 
-int ref_fallocate(ref_fs *fs, const char *path, int mode, uint64_t off, uint64_t len)
+/* fallocate's checks in vfs_fallocate's order, after the file is open
+ * (so a missing path or a directory is reported first). */
+static int falloc_args(ref_fs *fs, const char *path, int mode, uint64_t off, uint64_t len,
+		       struct ref_ino *ino)
 {
-	struct ref_ino ino;
+	int r = vfs_resolve(fs, path, true, ino);
+	struct btrfs_inode_item ii;
+	if (r || (r = inode_read(fs, ino, &ii)))
+		return r;
+	if (S_ISDIR(inode_mode(&ii)))
+		return ref_fail(fs, EISDIR, "%s: is a directory", path);
+	if (len == 0 || off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX)
+		return ref_fail(fs, EINVAL, "invalid fallocate range");
 	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE))
 		return ref_fail(fs, EOPNOTSUPP, "unsupported fallocate mode 0x%x", mode);
 	if ((mode & FALLOC_FL_PUNCH_HOLE) && !(mode & FALLOC_FL_KEEP_SIZE))
 		return ref_fail(fs, EOPNOTSUPP, "punching a hole needs keep-size");
-	if (len == 0 || off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX)
-		return ref_fail(fs, EINVAL, "invalid fallocate range");
+	if (!S_ISREG(inode_mode(&ii)))
+		return ref_fail(fs, ENODEV, "%s: not a regular file", path);
+	if (len > VFS_MAX_FILE_SIZE - off)
+		return ref_fail(fs, EFBIG, "past the maximum file size");
+	return 0;
+}
+
+int ref_fallocate(ref_fs *fs, const char *path, int mode, uint64_t off, uint64_t len)
+{
+	struct ref_ino ino;
 	bool punch = mode & FALLOC_FL_PUNCH_HOLE;
 	int r = vfs_begin(fs, data_items(fs, punch ? 0 : len), punch);
-	if (r || (r = regular(fs, path, ENODEV, &ino)))
+	if (r || (r = falloc_args(fs, path, mode, off, len, &ino)))
 		return vfs_end(fs, r);
-	if (len > VFS_MAX_FILE_SIZE - off)
-		return vfs_end(fs, ref_fail(fs, EFBIG, "past the maximum file size"));
 	if ((r = alloc_reserve_data(fs, (punch ? 0 : len) + 2 * (uint64_t)fs->sectorsize)))
 		return vfs_end(fs, r);
 	return vfs_end(fs, file_fallocate(fs, &ino, mode, off, len));

@@ -27,3 +27,7 @@ link /d/f /d/f = EEXIST
 setxattr /d/f user.a b
 removexattr /d/f user.nope = ENODATA
 rename /d/f/ /g = ENOTDIR
+truncate /missing 0xffffffffffffffff = EINVAL   # the length is checked before the path
+fallocate /missing 0 0 = ENOENT                 # the file is opened before the range is checked
+fallocate /d/f 0 0 = EINVAL
+utimes /missing omit omit                       # nothing to change: not even a lookup
