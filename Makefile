@@ -51,7 +51,7 @@ SWEEP   := $(B)/tests/corrupt-sweep
 VERSION := $(shell cat VERSION)
 GIT_ID  := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 
-.PHONY: all cmd build deps test run bench asan coverage clean help FORCE
+.PHONY: all cmd build deps test run bench asan coverage clean help difftest FORCE
 .DEFAULT_GOAL := all
 
 # ---- Top-level targets ----------------------------------------------------
@@ -68,6 +68,7 @@ help:
 	@echo "make asan        the debug build with ASan+UBSan (build/debug/)"
 	@echo "make coverage    gcov build, test suite, lcov HTML in reports/coverage/"
 	@echo "make bench       benchmarks (release build), ratios against memcpy"
+	@echo "make difftest    long differential campaign against the kernel [SEEDS=50 OPS=5000]"
 	@echo "make clean       remove build/ and ./btrsim"
 
 deps:
@@ -95,6 +96,15 @@ bench: deps
 	@build/release/bench/bench-sim
 	@sh bench/bench_read.sh build/release/btrsim $(BENCH_READ_MIB)
 	@sh bench/bench_fs.sh build/release/bench/bench-fs $(BENCH_WRITE_MIB)
+
+# The random differential test at campaign size: each seed's workload on the
+# kernel (loop mount) and on ref, every errno and the final view compared.
+SEEDS ?= 50
+OPS ?= 5000
+difftest: deps
+	@$(MAKE) --no-print-directory all
+	@BTRSIM=build/release/btrsim DIFF_SEEDS="$$(seq 1 $(SEEDS))" DIFF_OPS=$(OPS) \
+		sh tests/interop/test_write.sh
 
 coverage: deps
 	@rm -rf build/coverage/*.info reports/coverage

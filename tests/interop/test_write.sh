@@ -16,8 +16,8 @@ command -v btrfs >/dev/null || { skip write "btrfs-progs is not installed"; exit
 LOOP_OK=0
 can_loop_mount && LOOP_OK=1
 [ "$LOOP_OK" -eq 1 ] || skip write-kernel "$LOOP_WHY"
-DIFF_SEEDS=${DIFF_SEEDS:-1 2 3}
-DIFF_OPS=${DIFF_OPS:-1000}
+DIFF_SEEDS=${DIFF_SEEDS:-1 2 3 4 5 6}
+DIFF_OPS=${DIFF_OPS:-2000}
 
 # clean NAME IMG: both checkers pass.
 clean() {
@@ -186,7 +186,14 @@ for seed in $DIFF_SEEDS; do
 	NAME="write-differential-seed-$seed"
 	"$BTRSIM" gen-workload --seed "$seed" --ops "$DIFF_OPS" >"$T/gen.wl"
 	truncate -s 3G "$T/k.img"
-	"$BTRSIM" mkfs --seed "$seed" "$T/k.img" >/dev/null
+	# Vary the format too: small nodes (deep trees), DUP data, other checksums.
+	case $((seed % 3)) in
+	0) mkfs_opts="" ;;
+	1) mkfs_opts="-n 4096" ;;
+	*) mkfs_opts="--csum xxhash -d dup" ;;
+	esac
+	# shellcheck disable=SC2086
+	"$BTRSIM" mkfs --seed "$seed" $mkfs_opts "$T/k.img" >/dev/null
 	cp --sparse=always "$T/k.img" "$T/r.img"
 	if ! mount_rw "$T/k.img"; then
 		fail "the kernel cannot mount the image"
