@@ -110,6 +110,39 @@ if [ "$LOOP_OK" -eq 1 ]; then
 fi
 done_check
 
+# A fragmented image the kernel keeps in free-space bitmaps: ref converts a
+# block group to extents the first time it changes it.
+if [ "$LOOP_OK" -eq 1 ]; then
+	img="$T/frag.img"
+	truncate -s 1G "$img"
+	mkfs.btrfs -q -f "$img" >/dev/null
+	NAME=write-on-free-space-bitmaps
+	if mount_rw "$img"; then
+		i=1
+		while [ $i -le 1500 ]; do head -c 5000 /dev/urandom >"$T/mnt/f$i"; i=$((i + 1)); done
+		sync
+		i=1
+		while [ $i -le 1500 ]; do rm "$T/mnt/f$i"; i=$((i + 2)); done
+		detach_all
+		btrfs inspect-internal dump-tree -t 10 "$img" | grep -q FREE_SPACE_BITMAP ||
+			skip "$NAME" "the kernel kept no bitmaps"
+		printf 'create /new\nwrite /new 0 3M 5\nunlink /f2\nunlink /f4\nsync\nunlink /f6\n' >"$T/frag.wl"
+		run "$NAME" 0 "$BTRSIM" run "$T/frag.wl" "$img"
+		clean "$NAME" "$img"
+		"$BTRSIM" manifest "$img" >"$T/ref.view"
+		if mount_rw "$img"; then
+			"$BTRSIM" manifest --host "$T/mnt" >"$T/kernel.view"
+			same_view "$NAME" "$T/ref.view" "$T/kernel.view"
+			detach_all
+		else
+			fail "the kernel cannot mount the image"
+		fi
+	else
+		fail "the kernel cannot mount a fresh image"
+	fi
+	done_check
+fi
+
 # Thousands of hard links (INODE_EXTREF once a directory's INODE_REF is full)
 # and a 200-level deep tree, written by ref and read by the kernel.
 img="$T/links.img"
