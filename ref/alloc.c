@@ -361,33 +361,30 @@ static int reclaim(ref_fs *fs, uint64_t type, bool *tried)
 	return rw_commit(fs);
 }
 
-int alloc_reserve_meta(ref_fs *fs, uint64_t bytes, bool use_reserve)
+/* Makes `need` bytes of a kind allocatable: new chunks first, then a commit
+ * that releases pinned space. */
+static int reserve(ref_fs *fs, uint64_t type, uint64_t need, const char *what)
 {
-	uint64_t need = bytes + (use_reserve ? 0 : fs->rw->meta_reserve);
 	bool committed = false;
-	while (alloc_free_bytes(fs, BTRFS_BLOCK_GROUP_METADATA) < need) {
-		int r = alloc_chunk(fs, BTRFS_BLOCK_GROUP_METADATA);
+	while (alloc_free_bytes(fs, type) < need) {
+		int r = alloc_chunk(fs, type);
 		if (r == -ENOSPC)
-			r = reclaim(fs, BTRFS_BLOCK_GROUP_METADATA, &committed);
+			r = reclaim(fs, type, &committed);
 		if (r == -ENOSPC)
-			return ref_fail(fs, ENOSPC, "no metadata space left");
+			return ref_fail(fs, ENOSPC, "no %s space left", what);
 		if (r)
 			return r;
 	}
 	return 0;
 }
 
+int alloc_reserve_meta(ref_fs *fs, uint64_t bytes, bool use_reserve)
+{
+	return reserve(fs, BTRFS_BLOCK_GROUP_METADATA,
+		       bytes + (use_reserve ? 0 : fs->rw->meta_reserve), "metadata");
+}
+
 int alloc_reserve_data(ref_fs *fs, uint64_t bytes)
 {
-	bool committed = false;
-	while (alloc_free_bytes(fs, BTRFS_BLOCK_GROUP_DATA) < bytes) {
-		int r = alloc_chunk(fs, BTRFS_BLOCK_GROUP_DATA);
-		if (r == -ENOSPC)
-			r = reclaim(fs, BTRFS_BLOCK_GROUP_DATA, &committed);
-		if (r == -ENOSPC)
-			return ref_fail(fs, ENOSPC, "no data space left");
-		if (r)
-			return r;
-	}
-	return 0;
+	return reserve(fs, BTRFS_BLOCK_GROUP_DATA, bytes, "data");
 }

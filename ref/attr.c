@@ -29,77 +29,12 @@ static int check_name(ref_fs *fs, const char *name, size_t *len)
 }
 
 /* The xattr entry of `name` in its item: offset and size, or -ENODATA. */
-static int find_entry(ref_fs *fs, struct rw_tree *t, const struct ref_key *k, const char *name,
-		      size_t len, uint32_t *off, uint32_t *esize, uint8_t *value, size_t *vlen)
+static int find_entry(ref_fs *fs, const struct ref_root *root, const struct ref_key *k,
+		      const char *name, size_t len, uint32_t *off, uint32_t *esize, uint8_t *value,
+		      size_t *vlen)
 {
-	struct ref_path p;
-	int r = bt_search(fs, t, k, &p, -1, false);
-	if (r) {
-		ref_path_release(fs, &p);
-		return r == 1 ? -ENODATA : r;
-	}
-	uint32_t size;
-	const uint8_t *d = bt_item(&p, &size);
-	r = -ENODATA;
-	for (uint32_t pos = 0; pos + DIR_ENTRY <= size;) {
-		const struct btrfs_dir_item *di = (const void *)(d + pos);
-		uint32_t nl = LE16(di->name_len), dl = LE16(di->data_len);
-		if (pos + DIR_ENTRY + nl + dl > size)
-			break;
-		if (nl == len && !memcmp(d + pos + DIR_ENTRY, name, len)) {
-			*off = pos;
-			*esize = (uint32_t)DIR_ENTRY + nl + dl;
-			if (vlen)
-				*vlen = dl;
-			if (value)
-				memcpy(value, d + pos + DIR_ENTRY + nl, dl);
-			r = 0;
-			break;
-		}
-		pos += (uint32_t)DIR_ENTRY + nl + dl;
-	}
-	ref_path_release(fs, &p);
-	return r;
-}
-
-static int remove_entry(ref_fs *fs, struct rw_tree *t, const struct ref_key *k, uint32_t off,
-			uint32_t esize)
-{
-	struct ref_path p;
-	int r = bt_lookup_cow(fs, t, k, &p);
-	if (r)
-		return r;
-	uint32_t size;
-	uint8_t *d = bt_item(&p, &size);
-	if (esize >= size)
-		return bt_delete(fs, t, &p, 1);
-	memmove(d + off, d + off + esize, size - off - esize);
-	leaf_resize(p.blk[0]->data, fs->nodesize, p.slot[0], size - esize);
-	ref_path_release(fs, &p);
-	return 0;
-}
-
-static int add_entry(ref_fs *fs, struct rw_tree *t, const struct ref_key *k, const uint8_t *e,
-		     uint32_t esize)
-{
-	struct ref_path p;
-	int r = bt_insert(fs, t, k, esize, &p);
-	uint32_t at = 0;
-	if (r == -EEXIST) {
-		struct ref_path q;
-		if ((r = bt_search(fs, t, k, &q, -1, false)))
-			return r == 1 ? -ENOENT : r;
-		at = leaf_item_size(q.blk[0]->data, q.slot[0]);
-		ref_path_release(fs, &q);
-		if (at + esize > bt_max_item(fs))
-			return ref_fail(fs, ENOSPC, "no room for this xattr beside its hash neighbours");
-		r = bt_resize(fs, t, k, at + esize, &p);
-	}
-	if (r)
-		return r;
-	memcpy(bt_item(&p, NULL) + at, e, esize);
-	ref_path_release(fs, &p);
-	return 0;
+	int r = dir_item_find(fs, root, k, name, len, off, esize, value, vlen);
+	return r == -ENOENT ? -ENODATA : r;
 }
 
 static int xattr_target(ref_fs *fs, const char *path, const char *name, struct ref_ino *ino,
@@ -134,14 +69,14 @@ int ref_setxattr(ref_fs *fs, const char *path, const char *name, const void *val
 		return vfs_end(fs, r);
 	struct ref_key k = { ino.ino, BTRFS_XATTR_ITEM_KEY, ref_name_hash(name, nlen) };
 	uint32_t off, esize;
-	r = find_entry(fs, t, &k, name, nlen, &off, &esize, NULL, NULL);
+	r = find_entry(fs, &t->root, &k, name, nlen, &off, &esize, NULL, NULL);
 	if (r && r != -ENODATA)
 		return vfs_end(fs, r);
 	if (r == 0 && flags & XATTR_CREATE)
 		return vfs_end(fs, ref_fail(fs, EEXIST, "%s: xattr exists", name));
 	if (r == -ENODATA && flags & XATTR_REPLACE)
 		return vfs_end(fs, ref_fail(fs, ENODATA, "%s: no such xattr", name));
-	if (r == 0 && (r = remove_entry(fs, t, &k, off, esize)))
+	if (r == 0 && (r = bt_item_cut(fs, t, &k, off, esize)))
 		return vfs_end(fs, r);
 	uint8_t *e = malloc(DIR_ENTRY + nlen + len);
 	if (!e)
@@ -156,7 +91,9 @@ int ref_setxattr(ref_fs *fs, const char *path, const char *name, const void *val
 	memcpy(e + DIR_ENTRY, name, nlen);
 	if (len)
 		memcpy(e + DIR_ENTRY + nlen, value, len);
-	r = add_entry(fs, t, &k, e, (uint32_t)(DIR_ENTRY + nlen + len));
+	r = bt_item_append(fs, t, &k, e, (uint32_t)(DIR_ENTRY + nlen + len));
+	if (r == -EOVERFLOW)
+		r = ref_fail(fs, ENOSPC, "no room for this xattr beside its hash neighbours");
 	free(e);
 	if (!r && !(r = inode_read(fs, &ino, &ii))) {
 		inode_touch(fs, &ii, false, true);
@@ -178,10 +115,10 @@ int ref_removexattr(ref_fs *fs, const char *path, const char *name)
 		return vfs_end(fs, r);
 	struct ref_key k = { ino.ino, BTRFS_XATTR_ITEM_KEY, ref_name_hash(name, nlen) };
 	uint32_t off, esize;
-	r = find_entry(fs, t, &k, name, nlen, &off, &esize, NULL, NULL);
+	r = find_entry(fs, &t->root, &k, name, nlen, &off, &esize, NULL, NULL);
 	if (r)
 		return vfs_end(fs, r == -ENODATA ? ref_fail(fs, ENODATA, "%s: no such xattr", name) : r);
-	if ((r = remove_entry(fs, t, &k, off, esize)))
+	if ((r = bt_item_cut(fs, t, &k, off, esize)))
 		return vfs_end(fs, r);
 	inode_touch(fs, &ii, false, true);
 	return vfs_end(fs, inode_write(fs, &ino, &ii));
@@ -198,14 +135,13 @@ ssize_t ref_getxattr(ref_fs *fs, const char *path, const char *name, void *value
 	struct ref_root root;
 	if ((r = ref_find_root(fs, ino.subvol, &root)))
 		return r;
-	struct rw_tree tmp = { .root = root };
 	struct ref_key k = { ino.ino, BTRFS_XATTR_ITEM_KEY, ref_name_hash(name, nlen) };
 	uint32_t off, esize;
 	uint8_t *buf = malloc(bt_max_item(fs));
 	if (!buf)
 		return ref_fail(fs, ENOMEM, "out of memory");
 	size_t vlen = 0;
-	r = find_entry(fs, &tmp, &k, name, nlen, &off, &esize, buf, &vlen);
+	r = find_entry(fs, &root, &k, name, nlen, &off, &esize, buf, &vlen);
 	if (r == 0 && len && vlen > len)
 		r = ref_fail(fs, ERANGE, "the value is %zu bytes", vlen);
 	else if (r == 0 && len)

@@ -38,18 +38,14 @@ int csum_insert(ref_fs *fs, uint64_t bytenr, const uint8_t *csums, uint64_t nsec
  * length in bytes, 1 when there is none. */
 static int item_before(ref_fs *fs, struct rw_tree *t, uint64_t at, uint64_t *start, uint64_t *len)
 {
-	struct ref_path p;
-	struct ref_key k = CSUM_KEY(at);
-	int r = ref_search_le(fs, &t->root, &k, &p);
+	struct ref_key k = CSUM_KEY(at), got;
+	uint32_t size;
+	int r = bt_peek(fs, &t->root, &k, true, &got, &size);
 	if (r)
 		return r;
-	const uint8_t *d;
-	uint32_t size;
-	ref_path_item(&p, &k, &d, &size);
-	ref_path_release(fs, &p);
-	if (k.objectid != BTRFS_EXTENT_CSUM_OBJECTID || k.type != BTRFS_EXTENT_CSUM_KEY)
+	if (got.objectid != BTRFS_EXTENT_CSUM_OBJECTID || got.type != BTRFS_EXTENT_CSUM_KEY)
 		return 1;
-	*start = k.offset;
+	*start = got.offset;
 	*len = size / fs->csum_size * (uint64_t)fs->sectorsize;
 	return 0;
 }

@@ -531,3 +531,56 @@ int bt_delete_key(ref_fs *fs, struct rw_tree *t, const struct ref_key *key)
 		return r;
 	return bt_delete(fs, t, &p, 1);
 }
+
+int bt_item_append(ref_fs *fs, struct rw_tree *t, const struct ref_key *k, const void *data,
+		   uint32_t len)
+{
+	struct ref_path p;
+	int r = bt_insert(fs, t, k, len, &p);
+	uint32_t at = 0;
+	if (r == -EEXIST) {
+		struct ref_key got;
+		if ((r = bt_peek(fs, &t->root, k, false, &got, &at)))
+			return r < 0 ? r : -ENOENT;
+		if (at + len > bt_max_item(fs))
+			return -EOVERFLOW;
+		r = bt_resize(fs, t, k, at + len, &p);
+	}
+	if (r)
+		return r;
+	memcpy(bt_item(&p, NULL) + at, data, len);
+	ref_path_release(fs, &p);
+	return 0;
+}
+
+int bt_item_cut(ref_fs *fs, struct rw_tree *t, const struct ref_key *k, uint32_t off, uint32_t len)
+{
+	struct ref_path p;
+	int r = bt_lookup_cow(fs, t, k, &p);
+	if (r)
+		return r;
+	uint32_t size;
+	uint8_t *d = bt_item(&p, &size);
+	if (len >= size)
+		return bt_delete(fs, t, &p, 1);
+	memmove(d + off, d + off + len, size - off - len);
+	leaf_resize(p.blk[0]->data, fs->nodesize, p.slot[0], size - len);
+	ref_path_release(fs, &p);
+	return 0;
+}
+
+int bt_peek(ref_fs *fs, const struct ref_root *root, const struct ref_key *key, bool le,
+	    struct ref_key *got, uint32_t *size)
+{
+	struct ref_path p;
+	int r = le ? ref_search_le(fs, root, key, &p) : ref_search(fs, root, key, &p);
+	if (r)
+		return r;
+	const uint8_t *d;
+	uint32_t sz;
+	ref_path_item(&p, got, &d, &sz);
+	ref_path_release(fs, &p);
+	if (size)
+		*size = sz;
+	return 0;
+}

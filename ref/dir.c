@@ -15,48 +15,6 @@
 #define IREF_ENTRY sizeof(struct btrfs_inode_ref)
 #define EXTREF_ENTRY sizeof(struct btrfs_inode_extref)
 
-/* Appends bytes to an item (creating it when absent). */
-static int item_append(ref_fs *fs, struct rw_tree *t, const struct ref_key *k, const void *data,
-		       uint32_t len)
-{
-	struct ref_path p;
-	int r = bt_insert(fs, t, k, len, &p);
-	uint32_t at = 0;
-	if (r == -EEXIST) {
-		struct ref_path q;
-		if ((r = bt_search(fs, t, k, &q, -1, false)))
-			return r == 1 ? -ENOENT : r;
-		at = leaf_item_size(q.blk[0]->data, q.slot[0]);
-		ref_path_release(fs, &q);
-		if (at + len > bt_max_item(fs))
-			return -EOVERFLOW;
-		r = bt_resize(fs, t, k, at + len, &p);
-	}
-	if (r)
-		return r;
-	memcpy(bt_item(&p, NULL) + at, data, len);
-	ref_path_release(fs, &p);
-	return 0;
-}
-
-/* Removes bytes [off, off+len) of an item, or the item when nothing is left. */
-static int item_cut(ref_fs *fs, struct rw_tree *t, const struct ref_key *k, uint32_t off,
-		    uint32_t len)
-{
-	struct ref_path p;
-	int r = bt_lookup_cow(fs, t, k, &p);
-	if (r)
-		return r;
-	uint32_t size;
-	uint8_t *d = bt_item(&p, &size);
-	if (len >= size)
-		return bt_delete(fs, t, &p, 1);
-	memmove(d + off, d + off + len, size - off - len);
-	leaf_resize(p.blk[0]->data, fs->nodesize, p.slot[0], size - len);
-	ref_path_release(fs, &p);
-	return 0;
-}
-
 static void fill_dir_entry(uint8_t *buf, const struct ref_ino *target, uint8_t type,
 			   uint64_t transid, const char *name, size_t len)
 {
@@ -105,7 +63,7 @@ static int backref_add(ref_fs *fs, struct rw_tree *t, const struct ref_ino *targ
 	memcpy(buf, &ir, IREF_ENTRY);
 	memcpy(buf + IREF_ENTRY, name, len);
 	struct ref_key k = { target->ino, BTRFS_INODE_REF_KEY, dir };
-	int r = item_append(fs, t, &k, buf, (uint32_t)(IREF_ENTRY + len));
+	int r = bt_item_append(fs, t, &k, buf, (uint32_t)(IREF_ENTRY + len));
 	if (r != -EOVERFLOW)
 		return r;
 	if (!(LE64(fs->sb.incompat_flags) & BTRFS_FEATURE_INCOMPAT_EXTENDED_IREF))
@@ -117,7 +75,7 @@ static int backref_add(ref_fs *fs, struct rw_tree *t, const struct ref_ino *targ
 	memcpy(buf, &xr, EXTREF_ENTRY);
 	memcpy(buf + EXTREF_ENTRY, name, len);
 	struct ref_key xk = { target->ino, BTRFS_INODE_EXTREF_KEY, ref_extref_hash(dir, name, len) };
-	r = item_append(fs, t, &xk, buf, (uint32_t)(EXTREF_ENTRY + len));
+	r = bt_item_append(fs, t, &xk, buf, (uint32_t)(EXTREF_ENTRY + len));
 	return r == -EOVERFLOW ? ref_fail(fs, EMLINK, "too many colliding links") : r;
 }
 
@@ -136,7 +94,7 @@ int dir_add(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
 	fill_dir_entry(buf, target, type, fs->rw->transid, name, len);
 	uint32_t esize = (uint32_t)(DIR_ENTRY + len);
 	struct ref_key k = { dir->ino, BTRFS_DIR_ITEM_KEY, ref_name_hash(name, len) };
-	if ((r = item_append(fs, t, &k, buf, esize)))
+	if ((r = bt_item_append(fs, t, &k, buf, esize)))
 		return r == -EOVERFLOW ? ref_fail(fs, EOVERFLOW, "too many names share this hash") : r;
 	struct ref_key ik = { dir->ino, BTRFS_DIR_INDEX_KEY, index };
 	if ((r = bt_insert_data(fs, t, &ik, buf, esize)))
@@ -151,18 +109,20 @@ int dir_add(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
 	return inode_write(fs, dir, &dii);
 }
 
-/* Finds name in a DIR_ITEM (entries back to back): its offset and size. */
-static int find_dir_entry(ref_fs *fs, struct rw_tree *t, const struct ref_key *k, const char *name,
-			  size_t len, uint32_t *off, uint32_t *esize)
+int dir_item_find(ref_fs *fs, const struct ref_root *root, const struct ref_key *k,
+		  const char *name, size_t len, uint32_t *off, uint32_t *esize, uint8_t *value,
+		  size_t *vlen)
 {
 	struct ref_path p;
-	int r = bt_search(fs, t, k, &p, -1, false);
+	int r = ref_search(fs, root, k, &p);
 	if (r)
 		return r == 1 ? -ENOENT : r;
+	struct ref_key got;
+	const uint8_t *d;
 	uint32_t size;
-	const uint8_t *d = bt_item(&p, &size);
+	ref_path_item(&p, &got, &d, &size);
 	r = -ENOENT;
-	for (uint32_t pos = 0; pos + DIR_ENTRY <= size;) {
+	for (uint32_t pos = 0; !ref_key_cmp(&got, k) && pos + DIR_ENTRY <= size;) {
 		const struct btrfs_dir_item *di = (const void *)(d + pos);
 		uint32_t nl = LE16(di->name_len), dl = LE16(di->data_len);
 		if (pos + DIR_ENTRY + nl + dl > size)
@@ -170,6 +130,10 @@ static int find_dir_entry(ref_fs *fs, struct rw_tree *t, const struct ref_key *k
 		if (nl == len && !memcmp(d + pos + DIR_ENTRY, name, len)) {
 			*off = pos;
 			*esize = (uint32_t)DIR_ENTRY + nl + dl;
+			if (vlen)
+				*vlen = dl;
+			if (value)
+				memcpy(value, d + pos + DIR_ENTRY + nl, dl);
 			r = 0;
 			break;
 		}
@@ -205,7 +169,7 @@ static int backref_remove(ref_fs *fs, struct rw_tree *t, const struct ref_ino *t
 		}
 		ref_path_release(fs, &p);
 		if (found != UINT32_MAX)
-			return item_cut(fs, t, &k, found, esize);
+			return bt_item_cut(fs, t, &k, found, esize);
 	} else {
 		ref_path_release(fs, &p);
 	}
@@ -235,7 +199,7 @@ static int backref_remove(ref_fs *fs, struct rw_tree *t, const struct ref_ino *t
 	if (found == UINT32_MAX)
 		return ref_fail(fs, EUCLEAN, "inode %llu has no back reference for a name",
 				(unsigned long long)target->ino);
-	return item_cut(fs, t, &xk, found, esize);
+	return bt_item_cut(fs, t, &xk, found, esize);
 }
 
 /* The DIR_INDEX of a name found by walking the directory's index items
@@ -279,14 +243,14 @@ int dir_remove(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t l
 		return r;
 	struct ref_key k = { dir->ino, BTRFS_DIR_ITEM_KEY, ref_name_hash(name, len) };
 	uint32_t off, esize;
-	if ((r = find_dir_entry(fs, t, &k, name, len, &off, &esize)))
+	if ((r = dir_item_find(fs, &t->root, &k, name, len, &off, &esize, NULL, NULL)))
 		return r == -ENOENT ? ref_fail(fs, ENOENT, "%.*s: no such entry", (int)len, name) : r;
 	uint64_t index = 0;
 	if (target->subvol != dir->subvol)
 		r = index_of(fs, t, dir->ino, name, len, &index);
 	else
 		r = backref_remove(fs, t, target, dir->ino, name, len, &index);
-	if (r || (r = item_cut(fs, t, &k, off, esize)))
+	if (r || (r = bt_item_cut(fs, t, &k, off, esize)))
 		return r;
 	struct ref_key ik = { dir->ino, BTRFS_DIR_INDEX_KEY, index };
 	if ((r = bt_delete_key(fs, t, &ik)))

@@ -146,37 +146,27 @@ static int prepare(ref_fs *fs, uint64_t start, uint64_t len, struct rw_tree **t,
 static int extent_before(ref_fs *fs, struct rw_tree *t, const struct rw_bg *bg, uint64_t at,
 			 uint64_t *s, uint64_t *l)
 {
-	struct ref_path p;
-	struct ref_key k = { at, BTRFS_FREE_SPACE_EXTENT_KEY, UINT64_MAX };
-	int r = ref_search_le(fs, &t->root, &k, &p);
+	struct ref_key k = { at, BTRFS_FREE_SPACE_EXTENT_KEY, UINT64_MAX }, got;
+	int r = bt_peek(fs, &t->root, &k, true, &got, NULL);
 	if (r)
 		return r;
-	const uint8_t *d;
-	uint32_t size;
-	ref_path_item(&p, &k, &d, &size);
-	ref_path_release(fs, &p);
-	if (k.type != BTRFS_FREE_SPACE_EXTENT_KEY || k.objectid < bg->start)
+	if (got.type != BTRFS_FREE_SPACE_EXTENT_KEY || got.objectid < bg->start)
 		return 1;
-	*s = k.objectid;
-	*l = k.offset;
+	*s = got.objectid;
+	*l = got.offset;
 	return 0;
 }
 
 /* The free extent item starting exactly at `at` (1: none). */
 static int extent_at(ref_fs *fs, struct rw_tree *t, uint64_t at, uint64_t *l)
 {
-	struct ref_path p;
-	struct ref_key k = { at, BTRFS_FREE_SPACE_EXTENT_KEY, 0 };
-	int r = ref_search(fs, &t->root, &k, &p);
+	struct ref_key k = { at, BTRFS_FREE_SPACE_EXTENT_KEY, 0 }, got;
+	int r = bt_peek(fs, &t->root, &k, false, &got, NULL);
 	if (r)
 		return r;
-	const uint8_t *d;
-	uint32_t size;
-	ref_path_item(&p, &k, &d, &size);
-	ref_path_release(fs, &p);
-	if (k.objectid != at || k.type != BTRFS_FREE_SPACE_EXTENT_KEY)
+	if (got.objectid != at || got.type != BTRFS_FREE_SPACE_EXTENT_KEY)
 		return 1;
-	*l = k.offset;
+	*l = got.offset;
 	return 0;
 }
 

@@ -217,6 +217,16 @@ int bt_resize(ref_fs *fs, struct rw_tree *t, const struct ref_key *key, uint32_t
 /* Changes the key of the item under a COWed path (order must hold). */
 void bt_set_key(struct ref_path *path, const struct ref_key *k);
 uint8_t *bt_item(struct ref_path *path, uint32_t *size);
+/* Appends bytes to the item at key, creating it when absent; -EOVERFLOW
+ * when it would outgrow a leaf. */
+int bt_item_append(ref_fs *fs, struct rw_tree *t, const struct ref_key *k, const void *data,
+		   uint32_t len);
+/* Removes bytes [off, off+len) of the item at key (the item when nothing is left). */
+int bt_item_cut(ref_fs *fs, struct rw_tree *t, const struct ref_key *k, uint32_t off, uint32_t len);
+/* The key and size of the first item >= key (or with `le` the last <= key),
+ * read-only: 0, 1 when there is none, or -errno. */
+int bt_peek(ref_fs *fs, const struct ref_root *root, const struct ref_key *key, bool le,
+	    struct ref_key *got, uint32_t *size);
 /* The largest item a leaf holds. */
 uint32_t bt_max_item(const ref_fs *fs);
 

@@ -60,6 +60,12 @@ int dir_add(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
 /* Removes it again (the target's link count is the caller's). */
 int dir_remove(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
 	       const struct ref_ino *target);
+/* Finds name among the entries of a DIR_ITEM or XATTR_ITEM at key k: its
+ * offset and size in the item, and the data (an xattr's value, up to the
+ * caller's buffer of a leaf's size) when value is not NULL; -ENOENT. */
+int dir_item_find(ref_fs *fs, const struct ref_root *root, const struct ref_key *k,
+		  const char *name, size_t len, uint32_t *off, uint32_t *esize, uint8_t *value,
+		  size_t *vlen);
 /* Whether a directory has entries. */
 int dir_is_empty(ref_fs *fs, const struct ref_ino *dir);
 

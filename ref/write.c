@@ -180,6 +180,19 @@ int file_drop_extents(ref_fs *fs, const struct ref_ino *ino, uint64_t start, uin
 	return r;
 }
 
+/* A file extent item for a whole new extent of len bytes at start. */
+static void new_extent(ref_fs *fs, struct btrfs_file_extent_item *fe, uint8_t type, uint64_t start,
+		       uint64_t len)
+{
+	memset(fe, 0, sizeof(*fe));
+	fe->generation = htole64(fs->rw->transid);
+	fe->ram_bytes = htole64(len);
+	fe->type = type;
+	fe->disk_bytenr = htole64(start);
+	fe->disk_num_bytes = htole64(len);
+	fe->num_bytes = htole64(len);
+}
+
 /* Writes sector-aligned data at file offset `at` into new extents. */
 static int write_aligned(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_item *ii,
 			 uint64_t at, const uint8_t *data, uint64_t len)
@@ -219,13 +232,7 @@ static int write_aligned(ref_fs *fs, const struct ref_ino *ino, struct btrfs_ino
 		if (!r && sums)
 			r = csum_insert(fs, start, csums, got / fs->sectorsize);
 		struct btrfs_file_extent_item fe;
-		memset(&fe, 0, sizeof(fe));
-		fe.generation = htole64(fs->rw->transid);
-		fe.ram_bytes = htole64(got);
-		fe.type = BTRFS_FILE_EXTENT_REG;
-		fe.disk_bytenr = htole64(start);
-		fe.disk_num_bytes = htole64(got);
-		fe.num_bytes = htole64(got);
+		new_extent(fs, &fe, BTRFS_FILE_EXTENT_REG, start, got);
 		struct ref_key k = { ino->ino, BTRFS_EXTENT_DATA_KEY, at + done };
 		if (!r)
 			r = insert_extent_item(fs, t, &k, &fe);
@@ -472,13 +479,7 @@ static int prealloc(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_it
 			if ((r = alloc_data(fs, want, fs->sectorsize, &start, &got)))
 				break;
 			struct btrfs_file_extent_item fe;
-			memset(&fe, 0, sizeof(fe));
-			fe.generation = htole64(fs->rw->transid);
-			fe.ram_bytes = htole64(got);
-			fe.type = BTRFS_FILE_EXTENT_PREALLOC;
-			fe.disk_bytenr = htole64(start);
-			fe.disk_num_bytes = htole64(got);
-			fe.num_bytes = htole64(got);
+			new_extent(fs, &fe, BTRFS_FILE_EXTENT_PREALLOC, start, got);
 			struct ref_key k = { ino->ino, BTRFS_EXTENT_DATA_KEY, pos };
 			r = dref_data(fs, start, got, ino->subvol, ino->ino, pos, +1, true);
 			if (!r)
