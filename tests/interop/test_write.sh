@@ -110,6 +110,33 @@ if [ "$LOOP_OK" -eq 1 ]; then
 fi
 done_check
 
+# Two devices in RAID1 (made by mkfs.btrfs): ref writes every mirror, so
+# either device alone holds the whole file system.
+if [ "$LOOP_OK" -eq 1 ]; then
+	NAME=write-raid1-two-devices
+	truncate -s 1G "$T/m1.img" "$T/m2.img"
+	mkfs.btrfs -q -f -d raid1 -m raid1 "$T/m1.img" "$T/m2.img" >/dev/null 2>&1
+	run "$NAME" 0 "$BTRSIM" run "$W/basic.wl" "$T/m1.img" "$T/m2.img"
+	"$BTRSIM" run "$W/sparse.wl" "$T/m2.img" "$T/m1.img" >/dev/null || fail "sparse.wl"
+	"$BTRSIM" manifest "$T/m1.img" "$T/m2.img" >"$T/ref.view"
+	for one in m1 m2; do
+		"$BTRSIM" manifest --degraded "$T/$one.img" >"$T/one.view" 2>/dev/null ||
+			fail "$one alone: manifest --degraded failed"
+		same_view "$NAME" "$T/one.view" "$T/ref.view"
+	done
+	attach "$T/m1.img" && L1=$LOOP && attach "$T/m2.img" && L2=$LOOP
+	btrfs check --readonly "$L1" >"$T/progs.log" 2>&1 ||
+		fail "btrfs check: $(grep -m2 -iE 'error|wrong' "$T/progs.log" | tr '\n' '|')"
+	if mount_dev "$T/mnt" "" "$L1" "$L2"; then
+		"$BTRSIM" manifest --host "$T/mnt" >"$T/kernel.view"
+		same_view "$NAME" "$T/ref.view" "$T/kernel.view"
+	else
+		fail "the kernel cannot mount the volume"
+	fi
+	detach_all
+	done_check
+fi
+
 # A fragmented image the kernel keeps in free-space bitmaps: ref converts a
 # block group to extents the first time it changes it.
 if [ "$LOOP_OK" -eq 1 ]; then
