@@ -3,6 +3,7 @@
  * directory, as `btrfs restore` does: files (holes kept sparse), directories,
  * symlinks, hard links, device nodes, fifos, modes, owners, times, xattrs.
  */
+#include "cli/dirents.h"
 #include "cli/image.h"
 
 #include <errno.h>
@@ -229,52 +230,23 @@ static void extract_one(struct ex *ex, const struct ref_ino *ino, const char *pa
 		remember_link(ex, ino, path);
 }
 
-struct child {
-	char *name;
-	struct ref_ino ino;
-};
-
-struct children {
-	struct child *c;
-	size_t n, cap;
-};
-
-static int collect(void *ctx, const struct ref_dirent *de)
-{
-	struct children *ch = ctx;
-	if (ch->n == ch->cap) {
-		size_t cap = ch->cap ? ch->cap * 2 : 64;
-		struct child *p = realloc(ch->c, cap * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		ch->c = p;
-		ch->cap = cap;
-	}
-	char *name = cli_name_dup(de->name, de->len);
-	if (!name)
-		return -ENOMEM;
-	ch->c[ch->n++] = (struct child){ name, de->ino };
-	return 0;
-}
-
 static void extract_dir(struct ex *ex, const struct ref_ino *dir, const char *path, int depth)
 {
-	struct children ch = { 0 };
-	int r = ref_readdir(ex->fs, dir, collect, &ch);
+	struct cli_dirents ch;
+	int r = cli_dirents_read(ex->fs, dir, &ch);
 	if (r)
 		fail_path(ex, path, r == -ENOMEM ? "out of memory" : ref_error(ex->fs));
 	for (size_t i = 0; i < ch.n; i++) {
-		bool other_subvol = ch.c[i].ino.subvol != dir->subvol;
-		if (!(other_subvol && !ex->snapshots && is_snapshot(ex, ch.c[i].ino.subvol))) {
+		bool other_subvol = ch.e[i].ino.subvol != dir->subvol;
+		if (!(other_subvol && !ex->snapshots && is_snapshot(ex, ch.e[i].ino.subvol))) {
 			char *sub;
-			if (asprintf(&sub, "%s/%s", path, ch.c[i].name) >= 0) {
-				extract_one(ex, &ch.c[i].ino, sub, depth);
+			if (asprintf(&sub, "%s/%s", path, ch.e[i].name) >= 0) {
+				extract_one(ex, &ch.e[i].ino, sub, depth);
 				free(sub);
 			}
 		}
-		free(ch.c[i].name);
 	}
-	free(ch.c);
+	cli_dirents_free(&ch);
 }
 
 /* A snapshot is a subvolume whose root item names a parent. */

@@ -5,6 +5,7 @@
  * operation and commits at the end; a failure is one line naming the errno.
  * Also the mounting and reporting that cmd-put.c shares (fsops.h).
  */
+#include "cli/dirents.h"
 #include "cli/fsops.h"
 
 #include <endian.h>
@@ -251,35 +252,6 @@ static const char rm_usage[] =
 
 const struct cli_cmd cli_cmd_rm;
 
-struct rm_entry {
-	char *name;
-	struct ref_ino ino;
-	uint8_t type;
-};
-
-struct rm_list {
-	struct rm_entry *e;
-	size_t n, cap;
-};
-
-static int rm_collect(void *ctx, const struct ref_dirent *de)
-{
-	struct rm_list *l = ctx;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 32;
-		struct rm_entry *p = realloc(l->e, cap * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		l->e = p;
-		l->cap = cap;
-	}
-	char *name = cli_name_dup(de->name, de->len);
-	if (!name)
-		return -ENOMEM;
-	l->e[l->n++] = (struct rm_entry){ name, de->ino, de->type };
-	return 0;
-}
-
 /* Where rm -r failed: the path, and a message of its own when ref_error()
  * does not say it. */
 struct rm_failure {
@@ -292,8 +264,8 @@ struct rm_failure {
  * f saying where. */
 static int rm_tree(ref_fs *fs, const char *path, const struct ref_ino *dir, struct rm_failure *f)
 {
-	struct rm_list l = { 0 };
-	int r = ref_readdir(fs, dir, rm_collect, &l);
+	struct cli_dirents l;
+	int r = cli_dirents_read(fs, dir, &l);
 	if (r) {
 		f->path = strdup(path);
 		if (r == -ENOMEM)
@@ -319,9 +291,7 @@ static int rm_tree(ref_fs *fs, const char *path, const struct ref_ino *dir, stru
 		else
 			free(sub);
 	}
-	for (size_t i = 0; i < l.n; i++)
-		free(l.e[i].name);
-	free(l.e);
+	cli_dirents_free(&l);
 	if (!r && (r = ref_rmdir(fs, path)))
 		f->path = strdup(path);
 	return r;

@@ -1,4 +1,5 @@
 /* cmd-ls.c - `btrsim ls`: list a directory of an image, in DIR_INDEX order. */
+#include "cli/dirents.h"
 #include "cli/image.h"
 
 #include <errno.h>
@@ -28,36 +29,7 @@ struct ls {
 	int errors;
 };
 
-struct entry {
-	char *name;
-	struct ref_ino ino;
-	uint8_t type;
-};
-
-struct listing {
-	struct entry *e;
-	size_t n, cap;
-};
-
-static int collect(void *ctx, const struct ref_dirent *de)
-{
-	struct listing *l = ctx;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		struct entry *p = realloc(l->e, cap * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		l->e = p;
-		l->cap = cap;
-	}
-	char *name = cli_name_dup(de->name, de->len);
-	if (!name)
-		return -ENOMEM;
-	l->e[l->n++] = (struct entry){ name, de->ino, de->type };
-	return 0;
-}
-
-static void print_entry(struct ls *ls, const char *dir, const struct entry *e)
+static void print_entry(struct ls *ls, const char *dir, const struct cli_dirent *e)
 {
 	if (ls->inodes)
 		printf("%llu:%llu ", (unsigned long long)e->ino.subvol, (unsigned long long)e->ino.ino);
@@ -88,8 +60,8 @@ static void print_entry(struct ls *ls, const char *dir, const struct entry *e)
 
 static void list_dir(struct ls *ls, const char *path, const struct ref_ino *dir, int depth)
 {
-	struct listing l = { 0 };
-	int r = ref_readdir(ls->fs, dir, collect, &l);
+	struct cli_dirents l;
+	int r = cli_dirents_read(ls->fs, dir, &l);
 	if (r) {
 		fprintf(stderr, "btrsim ls: %s: %s\n", path,
 			r == -ENOMEM ? "out of memory" : ref_error(ls->fs));
@@ -111,9 +83,7 @@ static void list_dir(struct ls *ls, const char *path, const struct ref_ino *dir,
 			free(sub);
 		}
 	}
-	for (size_t i = 0; i < l.n; i++)
-		free(l.e[i].name);
-	free(l.e);
+	cli_dirents_free(&l);
 }
 
 static int cmd_ls(int argc, char **argv)
@@ -150,7 +120,8 @@ static int cmd_ls(int argc, char **argv)
 		/* said why */
 	} else if (!S_ISDIR(st.mode)) {
 		const char *base = strrchr(path, '/');
-		struct entry e = { (char *)(base ? base + 1 : path), dir, 0 };
+		char *name = (char *)(base ? base + 1 : path);
+		struct cli_dirent e = { .name = name, .len = strlen(name), .ino = dir };
 		print_entry(&ls, path, &e);
 	} else {
 		list_dir(&ls, path, &dir, 0);

@@ -4,6 +4,7 @@
  * directory (POSIX calls, manifest-host.c), formatted here for both so that
  * `diff` of the two shows where the kernel's view and ref's view differ.
  */
+#include "cli/dirents.h"
 #include "cli/image.h"
 #include "cli/manifest.h"
 
@@ -395,35 +396,6 @@ static int hash_file(struct rwalk *w, const struct ref_ino *ino, uint64_t size, 
 	return 0;
 }
 
-struct rchild {
-	char *name;
-	size_t len;
-	struct ref_ino ino;
-};
-
-struct rchildren {
-	struct rchild *c;
-	size_t n, cap;
-};
-
-static int collect(void *ctx, const struct ref_dirent *de)
-{
-	struct rchildren *ch = ctx;
-	if (ch->n == ch->cap) {
-		size_t cap = ch->cap ? ch->cap * 2 : 64;
-		struct rchild *p = realloc(ch->c, cap * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		ch->c = p;
-		ch->cap = cap;
-	}
-	char *name = cli_name_dup(de->name, de->len);
-	if (!name)
-		return -ENOMEM;
-	ch->c[ch->n++] = (struct rchild){ name, de->len, de->ino };
-	return 0;
-}
-
 static int rwalk_dir(struct rwalk *w, const struct ref_ino *dir, const char *path, int depth);
 
 /* Describes the object at path, then what is below it. */
@@ -479,19 +451,17 @@ static int rwalk_one(struct rwalk *w, const struct ref_ino *ino, const char *pat
 
 static int rwalk_dir(struct rwalk *w, const struct ref_ino *dir, const char *path, int depth)
 {
-	struct rchildren ch = { 0 };
+	struct cli_dirents ch;
 	int rc = 0;
-	int r = ref_readdir(w->fs, dir, collect, &ch);
+	int r = cli_dirents_read(w->fs, dir, &ch);
 	if (r)
 		rc = rfail(path, r == -ENOMEM ? strerror(ENOMEM) : ref_error(w->fs));
 	for (size_t i = 0; i < ch.n && !rc; i++) {
-		char *sub = mf_path_join(path, ch.c[i].name, ch.c[i].len);
-		rc = sub ? rwalk_one(w, &ch.c[i].ino, sub, depth) : rfail(path, strerror(ENOMEM));
+		char *sub = mf_path_join(path, ch.e[i].name, ch.e[i].len);
+		rc = sub ? rwalk_one(w, &ch.e[i].ino, sub, depth) : rfail(path, strerror(ENOMEM));
 		free(sub);
 	}
-	for (size_t i = 0; i < ch.n; i++)
-		free(ch.c[i].name);
-	free(ch.c);
+	cli_dirents_free(&ch);
 	return rc;
 }
 
