@@ -161,6 +161,9 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1; then
 	echo secret >"$U/d/f"
 	chmod 700 "$U/d/f"
 	chmod 755 "$T" "$U" "$U/d"
+	# Under the coverage build, nobody cannot write the .gcda files: send them aside.
+	mkdir -p "$T/gcov-nobody" && chmod 777 "$T/gcov-nobody"
+	export GCOV_PREFIX="$T/gcov-nobody"
 	run manifest-host-unreadable 1 setpriv --reuid=65534 --regid=65534 --clear-groups \
 		"$BTRSIM" manifest --host "$U"
 	err_has "^btrsim manifest: $U/d/f: Permission denied$"; err_lines 1; out_empty; done_check
@@ -169,6 +172,7 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1; then
 		"$BTRSIM" manifest --host "$U"
 	err_has "^btrsim manifest: $U/d: Permission denied$"; err_lines 1; out_empty; done_check
 	chmod 755 "$U/d"
+	unset GCOV_PREFIX
 else
 	echo "SKIP manifest-host-unreadable: needs root and setpriv"
 fi
