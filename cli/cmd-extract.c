@@ -3,7 +3,6 @@
  * directory, as `btrfs restore` does: files (holes kept sparse), directories,
  * symlinks, hard links, device nodes, fifos, modes, owners, times, xattrs.
  */
-#include "cli/dirents.h"
 #include "cli/image.h"
 
 #include <errno.h>
@@ -232,8 +231,8 @@ static void extract_one(struct ex *ex, const struct ref_ino *ino, const char *pa
 
 static void extract_dir(struct ex *ex, const struct ref_ino *dir, const char *path, int depth)
 {
-	struct cli_dirents ch;
-	int r = cli_dirents_read(ex->fs, dir, &ch);
+	struct ref_dentries ch;
+	int r = ref_dentries_read(ex->fs, dir, &ch);
 	if (r)
 		fail_path(ex, path, r == -ENOMEM ? "out of memory" : ref_error(ex->fs));
 	for (size_t i = 0; i < ch.n; i++) {
@@ -246,7 +245,7 @@ static void extract_dir(struct ex *ex, const struct ref_ino *dir, const char *pa
 			}
 		}
 	}
-	cli_dirents_free(&ch);
+	ref_dentries_free(&ch);
 }
 
 /* A snapshot is a subvolume whose root item names a parent. */

@@ -5,7 +5,6 @@
  * operation and commits at the end; a failure is one line naming the errno.
  * Also the mounting and reporting that cmd-put.c shares (fsops.h).
  */
-#include "cli/dirents.h"
 #include "cli/fsops.h"
 
 #include <endian.h>
@@ -264,8 +263,8 @@ struct rm_failure {
  * f saying where. */
 static int rm_tree(ref_fs *fs, const char *path, const struct ref_ino *dir, struct rm_failure *f)
 {
-	struct cli_dirents l;
-	int r = cli_dirents_read(fs, dir, &l);
+	struct ref_dentries l;
+	int r = ref_dentries_read(fs, dir, &l);
 	if (r) {
 		f->path = strdup(path);
 		if (r == -ENOMEM)
@@ -291,7 +290,7 @@ static int rm_tree(ref_fs *fs, const char *path, const struct ref_ino *dir, stru
 		else
 			free(sub);
 	}
-	cli_dirents_free(&l);
+	ref_dentries_free(&l);
 	if (!r && (r = ref_rmdir(fs, path)))
 		f->path = strdup(path);
 	return r;

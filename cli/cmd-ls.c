@@ -1,5 +1,4 @@
 /* cmd-ls.c - `btrsim ls`: list a directory of an image, in DIR_INDEX order. */
-#include "cli/dirents.h"
 #include "cli/image.h"
 
 #include <errno.h>
@@ -29,7 +28,7 @@ struct ls {
 	int errors;
 };
 
-static void print_entry(struct ls *ls, const char *dir, const struct cli_dirent *e)
+static void print_entry(struct ls *ls, const char *dir, const struct ref_dentry *e)
 {
 	if (ls->inodes)
 		printf("%llu:%llu ", (unsigned long long)e->ino.subvol, (unsigned long long)e->ino.ino);
@@ -60,8 +59,8 @@ static void print_entry(struct ls *ls, const char *dir, const struct cli_dirent 
 
 static void list_dir(struct ls *ls, const char *path, const struct ref_ino *dir, int depth)
 {
-	struct cli_dirents l;
-	int r = cli_dirents_read(ls->fs, dir, &l);
+	struct ref_dentries l;
+	int r = ref_dentries_read(ls->fs, dir, &l);
 	if (r) {
 		fprintf(stderr, "btrsim ls: %s: %s\n", path,
 			r == -ENOMEM ? "out of memory" : ref_error(ls->fs));
@@ -83,7 +82,7 @@ static void list_dir(struct ls *ls, const char *path, const struct ref_ino *dir,
 			free(sub);
 		}
 	}
-	cli_dirents_free(&l);
+	ref_dentries_free(&l);
 }
 
 static int cmd_ls(int argc, char **argv)
@@ -121,7 +120,7 @@ static int cmd_ls(int argc, char **argv)
 	} else if (!S_ISDIR(st.mode)) {
 		const char *base = strrchr(path, '/');
 		char *name = (char *)(base ? base + 1 : path);
-		struct cli_dirent e = { .name = name, .len = strlen(name), .ino = dir };
+		struct ref_dentry e = { .name = name, .len = strlen(name), .ino = dir };
 		print_entry(&ls, path, &e);
 	} else {
 		list_dir(&ls, path, &dir, 0);

@@ -142,6 +142,22 @@ struct ref_dirent {
 /* Calls fn for each entry in DIR_INDEX order; a non-zero return stops and is returned. */
 typedef int (*ref_dirent_fn)(void *ctx, const struct ref_dirent *de);
 int ref_readdir(ref_fs *fs, const struct ref_ino *dir, ref_dirent_fn fn, void *ctx);
+/* A directory's entries read whole (DIR_INDEX order), names copied and
+ * NUL-terminated.  Returns 0, -ENOMEM, or ref_readdir's failure; after a
+ * failure *out holds the entries read before it.  Free with ref_dentries_free. */
+struct ref_dentry {
+	char *name;
+	size_t len;
+	struct ref_ino ino;
+	uint8_t type; /* BTRFS_FT_* */
+};
+struct ref_dentries {
+	struct ref_dentry *e;
+	size_t n, cap;
+};
+int ref_dentries_read(ref_fs *fs, const struct ref_ino *dir, struct ref_dentries *out);
+void ref_dentries_free(struct ref_dentries *d);
+
 /* Reads file data: 0..len bytes (fewer at end of file), data checksums
  * verified, bad copies replaced by good ones, -EIO when no copy is good. */
 ssize_t ref_pread(ref_fs *fs, const struct ref_ino *ino, void *buf, size_t len, uint64_t off);

@@ -6,7 +6,7 @@
  * the holes are (SEEK_DATA) need not read them: a 1 GiB sparse file costs
  * what its data costs.
  */
-#include "cli/manifest.h"
+#include "traces/manifest.h"
 
 #include <endian.h>
 #include <string.h>
