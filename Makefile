@@ -51,7 +51,7 @@ SWEEP   := $(B)/tests/corrupt-sweep
 VERSION := $(shell cat VERSION)
 GIT_ID  := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 
-.PHONY: all cmd build deps test run bench asan coverage clean help difftest FORCE
+.PHONY: all cmd build deps test run bench asan coverage clean help difftest mutants FORCE
 .DEFAULT_GOAL := all
 
 # ---- Top-level targets ----------------------------------------------------
@@ -69,6 +69,7 @@ help:
 	@echo "make coverage    gcov build, test suite, lcov HTML in reports/coverage/"
 	@echo "make bench       benchmarks (release build), ratios against memcpy"
 	@echo "make difftest    long differential campaign against the kernel [SEEDS=50 OPS=5000]"
+	@echo "make mutants     deliberately broken builds of ref (ref/mutant.h) in build/mutants/"
 	@echo "make clean       remove build/ and ./btrsim"
 
 deps:
@@ -82,6 +83,7 @@ asan:
 
 test: deps
 	@$(MAKE) --no-print-directory MODE=debug build
+	@$(MAKE) --no-print-directory mutants
 	@sh tests/run.sh build/debug
 
 BENCH_READ_MIB ?= 1024
@@ -96,6 +98,17 @@ bench: deps
 	@build/release/bench/bench-sim
 	@sh bench/bench_read.sh build/release/btrsim $(BENCH_READ_MIB)
 	@sh bench/bench_fs.sh build/release/bench/bench-fs $(BENCH_WRITE_MIB)
+
+# Deliberately broken builds of ref (ref/mutant.h), each the release build
+# with one bug switched on: build/mutants/NAME/btrsim.  The explorer's tests
+# run every one and must catch it.
+MUTANTS := skip-flush:1 cow-in-place:2 super-first:3 drop-dirty:4 early-reuse:5
+mutants:
+	@for m in $(MUTANTS); do \
+		name=$${m%%:*}; num=$${m##*:}; \
+		$(MAKE) --no-print-directory MODE=release B=build/mutants/$$name \
+			EXTRA_CFLAGS=-DBTRSIM_MUTANT=$$num cmd || exit 1; \
+	done
 
 # The random differential test at campaign size: each seed's workload on the
 # kernel (loop mount) and on ref, every errno and the final view compared.

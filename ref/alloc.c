@@ -4,6 +4,7 @@
  * space until the commit that frees it is durable, the metadata reserve, and
  * new chunks when block groups fill up.
  */
+#include "ref/mutant.h"
 #include "ref/rw.h"
 
 #include <errno.h>
@@ -293,6 +294,14 @@ int free_tree_block(ref_fs *fs, struct ref_block *b)
 		if (bg && rset_add(&bg->free, b->bytenr, fs->nodesize))
 			return ref_fail(fs, ENOMEM, "out of memory");
 		rw_block_kill(fs, b);
+		return 0;
+	}
+	if (MUTANT(EARLY_REUSE)) { /* broken on purpose: reusable before the commit is durable */
+		struct rw_bg *bg = rw_bg_find(fs, b->bytenr);
+		if (bg) { /* and handed out next, as a LIFO allocator would */
+			rset_add(&bg->free, b->bytenr, fs->nodesize);
+			bg->cursor = b->bytenr;
+		}
 		return 0;
 	}
 	alloc_pin(fs, b->bytenr, fs->nodesize);

@@ -8,6 +8,7 @@
  * (new generation, root pointers, a backup-root slot) go out with FUA.  A
  * crash before the superblocks leaves the previous commit; after, this one.
  */
+#include "ref/mutant.h"
 #include "ref/rw.h"
 
 #include <errno.h>
@@ -201,6 +202,8 @@ static int write_blocks(ref_fs *fs)
 	struct rw_state *rw = fs->rw;
 	for (size_t i = 0; i < rw->ndirty; i++) {
 		struct ref_block *b = rw->dirty[i];
+		if (MUTANT(DROP_DIRTY) && i == rw->ndirty / 2)
+			continue;
 		struct btrfs_header_disk *h = (void *)b->data;
 		h->flags = htole64(LE64(h->flags) | BTRFS_HEADER_FLAG_WRITTEN);
 		ref_csum(fs->csum_type, b->data + BTRFS_CSUM_BYTES, fs->nodesize - BTRFS_CSUM_BYTES,
@@ -298,15 +301,17 @@ int rw_commit(ref_fs *fs)
 		r = settle_round(fs, &work);
 	if (!r && work)
 		r = ref_fail(fs, EUCLEAN, "commit: changes still pending after %d rounds", MAX_ROUNDS);
+	if (!r && MUTANT(SUPER_FIRST))
+		r = write_supers(fs);
 	if (!r)
 		r = write_blocks(fs);
-	for (size_t d = 0; d < fs->ndevs && !r; d++) {
+	for (size_t d = 0; d < fs->ndevs && !r && !MUTANT(SKIP_FLUSH); d++) {
 		int e = sim_flush(fs->vol, (unsigned)fs->devs[d].disk);
 		if (e)
 			r = ref_fail(fs, -e, "flushing device %llu: %s",
 				     (unsigned long long)fs->devs[d].devid, sim_volume_error(fs->vol));
 	}
-	if (!r)
+	if (!r && !MUTANT(SUPER_FIRST))
 		r = write_supers(fs);
 	if (r) {
 		rw->failed = true; /* the trees in memory are ahead of any commit now */

@@ -6,9 +6,11 @@
  * root.  Every block on a path that changes belongs to the running
  * transaction; the blocks it replaced are freed (pinned until the commit).
  */
+#include "ref/mutant.h"
 #include "ref/rw.h"
 
 #include <errno.h>
+#include <stdlib.h>
 
 #define MAX_RESTARTS 64
 
@@ -59,6 +61,28 @@ static int cow_block(ref_fs *fs, struct rw_tree *t, struct ref_block *b, struct 
 {
 	if (b->dirty) {
 		*out = b;
+		return 0;
+	}
+	if (MUTANT(COW_IN_PLACE)) { /* broken on purpose: the live block is changed where it is */
+		struct btrfs_header_disk *h = (void *)b->data;
+		h->generation = htole64(fs->rw->transid);
+		b->gen = fs->rw->transid;
+		if (parent)
+			node_set_ptr(parent->data, pslot, b->bytenr, b->gen);
+		else
+			t->root.gen = b->gen, t->dirty = true;
+		cache_unlink(fs, b->bytenr);
+		struct ref_block *n = rw_block_new(fs, b->bytenr);
+		if (!n) {
+			ref_block_put(fs, b);
+			return ref_fail(fs, ENOMEM, "out of memory");
+		}
+		memcpy(n->data, b->data, fs->nodesize);
+		n->gen = b->gen, n->owner = b->owner, n->level = b->level;
+		ref_block_put(fs, b);
+		if (b->refs == 0)
+			free(b);
+		*out = n;
 		return 0;
 	}
 	if (t->last_snapshot && b->gen <= t->last_snapshot) {

@@ -1,0 +1,29 @@
+/*
+ * mutant.h - deliberately broken builds of ref, to prove that the crash
+ * explorer and its oracle catch real bugs (`make mutants` builds each as
+ * build/mutants/NAME/btrsim with -DBTRSIM_MUTANT=NAME's number; the tests
+ * run every one of them against the explorer).  In every other build
+ * MUTANT(x) is false and the compiler removes the broken branches.
+ *
+ *   skip-flush     the disks are not flushed before the superblocks
+ *   cow-in-place   a live tree block is changed in place, not copied
+ *   super-first    the superblocks are written before the tree blocks
+ *   drop-dirty     one dirty tree block is left out of each commit
+ *   early-reuse    freed space is reused before the freeing commit is durable
+ */
+#ifndef BTRSIM_REF_MUTANT_H
+#define BTRSIM_REF_MUTANT_H
+
+#define MUTANT_SKIP_FLUSH 1
+#define MUTANT_COW_IN_PLACE 2
+#define MUTANT_SUPER_FIRST 3
+#define MUTANT_DROP_DIRTY 4
+#define MUTANT_EARLY_REUSE 5
+
+#ifdef BTRSIM_MUTANT
+#define MUTANT(x) (BTRSIM_MUTANT == MUTANT_##x)
+#else
+#define MUTANT(x) 0
+#endif
+
+#endif

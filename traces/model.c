@@ -1,0 +1,1359 @@
+/*
+ * model.c - the oracle's model of the POSIX state (traces/model.h): a table
+ * of inodes advanced by workload operations as Linux applies them on btrfs,
+ * described in the canonical form of `btrsim manifest`.
+ *
+ * Inodes are shared between clones behind atomic reference counts and copied
+ * on the first change (mut).  A regular file holds no data, only its size and
+ * a sorted list of extents (offset, length, seed): the bytes of a `write` are
+ * wl_content(seed, offset), so they are recomputed when the digest is taken.
+ * Directories hold their entries sorted by name and the inode of their parent
+ * (directories have one name, so ".." is well defined).
+ *
+ * Paths are resolved as openat2(RESOLVE_IN_ROOT) resolves them in
+ * wl_exec_host: ".." of the root is the root, an absolute symlink starts
+ * again at the root, symlinks in the middle of a path are followed, a final
+ * one only when asked (or when slashes follow it).  At most 40 symlinks are
+ * followed in one resolution, as Linux's MAXSYMLINKS.
+ *
+ * Everything that can fail because the model and the target disagree is
+ * checked before anything changes, so -EINVAL leaves the model as it was.
+ */
+#include "traces/model.h"
+
+#include <errno.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define ROOT 0u
+#define BLK 4096u	   /* the digest's block */
+#define MAX_FOLLOWS 40	   /* Linux's MAXSYMLINKS */
+#define KILLPRIV_XATTR "security.capability"
+
+/* Bytes [off, off + len) of the file are wl_content(seed, ...). */
+struct extent {
+	uint64_t off, len, seed;
+};
+
+struct xattr {
+	char *name; /* NUL-terminated (names hold no NUL) */
+	uint8_t *value;
+	size_t vlen;
+};
+
+struct dent {
+	char *name; /* NUL-terminated, no '/' */
+	uint32_t ino;
+};
+
+struct minode {
+	atomic_uint refs;     /* models holding this inode */
+	uint32_t mode;	      /* type and permission bits */
+	uint32_t uid, gid;
+	uint32_t nlink;	      /* names (directories: 1) */
+	uint32_t parent;      /* directories: the directory holding it (the root: itself) */
+	uint64_t size;	      /* regular files */
+	struct extent *ext;   /* regular files: sorted, disjoint, inside [0, size) */
+	size_t next, extcap;
+	char *target;	      /* symlinks */
+	struct dent *ents;    /* directories: sorted by strcmp of name */
+	size_t nents, entcap;
+	struct xattr *xs;     /* sorted by strcmp of name */
+	size_t nxs, xcap;
+};
+
+struct model {
+	struct minode **ino; /* by inode number; NULL: a free number */
+	uint32_t cap;
+	uint32_t hint;	     /* no free number below it (but 0, the root) */
+	uint32_t uid, gid;   /* the owner of new objects */
+};
+
+/* ---- Inodes ------------------------------------------------------------- */
+
+static void inode_destroy(struct minode *n)
+{
+	free(n->ext);
+	free(n->target);
+	for (size_t i = 0; i < n->nents; i++)
+		free(n->ents[i].name);
+	free(n->ents);
+	for (size_t i = 0; i < n->nxs; i++) {
+		free(n->xs[i].name);
+		free(n->xs[i].value);
+	}
+	free(n->xs);
+	free(n);
+}
+
+static void inode_unref(struct minode *n)
+{
+	if (n && atomic_fetch_sub_explicit(&n->refs, 1, memory_order_acq_rel) == 1)
+		inode_destroy(n);
+}
+
+static struct minode *inode_new(uint32_t mode, uint32_t uid, uint32_t gid)
+{
+	struct minode *n = calloc(1, sizeof(*n));
+	if (!n)
+		return NULL;
+	atomic_init(&n->refs, 1);
+	n->mode = mode;
+	n->uid = uid;
+	n->gid = gid;
+	n->nlink = 1;
+	return n;
+}
+
+/* A private copy of n (refs 1); NULL when out of memory. */
+static struct minode *inode_copy(const struct minode *n)
+{
+	struct minode *c = inode_new(n->mode, n->uid, n->gid);
+	if (!c)
+		return NULL;
+	c->nlink = n->nlink;
+	c->parent = n->parent;
+	c->size = n->size;
+	if (n->next) {
+		if (!(c->ext = malloc(n->next * sizeof(*c->ext))))
+			goto oom;
+		memcpy(c->ext, n->ext, n->next * sizeof(*c->ext));
+		c->next = c->extcap = n->next;
+	}
+	if (n->target && !(c->target = strdup(n->target)))
+		goto oom;
+	if (n->nents) {
+		if (!(c->ents = calloc(n->nents, sizeof(*c->ents))))
+			goto oom;
+		c->entcap = n->nents;
+		for (; c->nents < n->nents; c->nents++) {
+			c->ents[c->nents].ino = n->ents[c->nents].ino;
+			if (!(c->ents[c->nents].name = strdup(n->ents[c->nents].name)))
+				goto oom;
+		}
+	}
+	if (n->nxs) {
+		if (!(c->xs = calloc(n->nxs, sizeof(*c->xs))))
+			goto oom;
+		c->xcap = n->nxs;
+		for (; c->nxs < n->nxs; c->nxs++) {
+			const struct xattr *x = &n->xs[c->nxs];
+			struct xattr *y = &c->xs[c->nxs];
+			if (!(y->name = strdup(x->name)))
+				goto oom;
+			y->vlen = x->vlen;
+			if (x->vlen) {
+				if (!(y->value = malloc(x->vlen))) {
+					free(y->name);
+					goto oom;
+				}
+				memcpy(y->value, x->value, x->vlen);
+			}
+		}
+	}
+	return c;
+oom:
+	inode_destroy(c);
+	return NULL;
+}
+
+/* Inode i, private to m so that it may be changed; NULL when out of memory.
+ * Pointers to inode i taken before are stale afterwards. */
+static struct minode *mut(struct model *m, uint32_t i)
+{
+	struct minode *n = m->ino[i];
+	if (atomic_load_explicit(&n->refs, memory_order_acquire) == 1)
+		return n;
+	struct minode *c = inode_copy(n);
+	if (!c)
+		return NULL;
+	inode_unref(n);
+	m->ino[i] = c;
+	return c;
+}
+
+/* A free inode number (the table grown as needed); not yet taken. */
+static int ino_free_slot(struct model *m, uint32_t *out)
+{
+	uint32_t i = m->hint > 0 ? m->hint : 1;
+	while (i < m->cap && m->ino[i])
+		i++;
+	if (i == m->cap) {
+		if (m->cap >= UINT32_MAX / 2)
+			return -ENOMEM;
+		uint32_t cap = m->cap * 2;
+		struct minode **t = realloc(m->ino, cap * sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		memset(t + m->cap, 0, (cap - m->cap) * sizeof(*t));
+		m->ino = t;
+		m->cap = cap;
+	}
+	m->hint = i;
+	*out = i;
+	return 0;
+}
+
+/* Forgets inode i (its last name is gone). */
+static void ino_drop(struct model *m, uint32_t i)
+{
+	inode_unref(m->ino[i]);
+	m->ino[i] = NULL;
+	if (i < m->hint)
+		m->hint = i;
+}
+
+/* ---- Directory entries and xattrs ---------------------------------------- */
+
+/* strcmp of the NUL-terminated s with the n bytes at c (which hold no NUL). */
+static int name_cmp(const char *s, const char *c, size_t n)
+{
+	int r = strncmp(s, c, n);
+	if (r == 0 && s[n])
+		r = 1;
+	return r;
+}
+
+/* Binary search of name (c, n) in d: true and *at its index when found,
+ * else false and *at where it goes. */
+static bool dir_find(const struct minode *d, const char *c, size_t n, size_t *at)
+{
+	size_t lo = 0, hi = d->nents;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int r = name_cmp(d->ents[mid].name, c, n);
+		if (r == 0) {
+			*at = mid;
+			return true;
+		}
+		if (r < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*at = lo;
+	return false;
+}
+
+static bool dir_lookup(const struct minode *d, const char *name, uint32_t *ino)
+{
+	size_t at;
+	if (!dir_find(d, name, strlen(name), &at))
+		return false;
+	*ino = d->ents[at].ino;
+	return true;
+}
+
+/* Adds name -> ino to d (the name must not be there); 0 or -ENOMEM. */
+static int dir_add(struct minode *d, const char *name, uint32_t ino)
+{
+	size_t at;
+	if (dir_find(d, name, strlen(name), &at))
+		return -EEXIST; /* checked by every caller before */
+	if (d->nents == d->entcap) {
+		size_t cap = d->entcap ? d->entcap * 2 : 8;
+		struct dent *p = realloc(d->ents, cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		d->ents = p;
+		d->entcap = cap;
+	}
+	char *s = strdup(name);
+	if (!s)
+		return -ENOMEM;
+	memmove(d->ents + at + 1, d->ents + at, (d->nents - at) * sizeof(*d->ents));
+	d->ents[at] = (struct dent){ .name = s, .ino = ino };
+	d->nents++;
+	return 0;
+}
+
+static void dir_del(struct minode *d, const char *name)
+{
+	size_t at;
+	if (!dir_find(d, name, strlen(name), &at))
+		return;
+	free(d->ents[at].name);
+	memmove(d->ents + at, d->ents + at + 1, (d->nents - at - 1) * sizeof(*d->ents));
+	d->nents--;
+}
+
+static void dir_set(struct minode *d, const char *name, uint32_t ino)
+{
+	size_t at;
+	if (dir_find(d, name, strlen(name), &at))
+		d->ents[at].ino = ino;
+}
+
+static bool xattr_find(const struct minode *n, const char *name, size_t *at)
+{
+	size_t lo = 0, hi = n->nxs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int r = strcmp(n->xs[mid].name, name);
+		if (r == 0) {
+			*at = mid;
+			return true;
+		}
+		if (r < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*at = lo;
+	return false;
+}
+
+static int xattr_set(struct minode *n, const char *name, const uint8_t *value, size_t vlen)
+{
+	uint8_t *v = NULL;
+	if (vlen) {
+		if (!(v = malloc(vlen)))
+			return -ENOMEM;
+		memcpy(v, value, vlen);
+	}
+	size_t at;
+	if (xattr_find(n, name, &at)) {
+		free(n->xs[at].value);
+		n->xs[at].value = v;
+		n->xs[at].vlen = vlen;
+		return 0;
+	}
+	if (n->nxs == n->xcap) {
+		size_t cap = n->xcap ? n->xcap * 2 : 4;
+		struct xattr *p = realloc(n->xs, cap * sizeof(*p));
+		if (!p) {
+			free(v);
+			return -ENOMEM;
+		}
+		n->xs = p;
+		n->xcap = cap;
+	}
+	char *s = strdup(name);
+	if (!s) {
+		free(v);
+		return -ENOMEM;
+	}
+	memmove(n->xs + at + 1, n->xs + at, (n->nxs - at) * sizeof(*n->xs));
+	n->xs[at] = (struct xattr){ .name = s, .value = v, .vlen = vlen };
+	n->nxs++;
+	return 0;
+}
+
+static void xattr_del(struct minode *n, const char *name)
+{
+	size_t at;
+	if (!xattr_find(n, name, &at))
+		return;
+	free(n->xs[at].name);
+	free(n->xs[at].value);
+	memmove(n->xs + at, n->xs + at + 1, (n->nxs - at - 1) * sizeof(*n->xs));
+	n->nxs--;
+}
+
+/* ---- File data ------------------------------------------------------------ */
+
+/* Room for `more` extents. */
+static int ext_reserve(struct minode *f, size_t more)
+{
+	if (f->next + more <= f->extcap)
+		return 0;
+	size_t cap = f->extcap ? f->extcap * 2 : 8;
+	while (cap < f->next + more)
+		cap *= 2;
+	struct extent *p = realloc(f->ext, cap * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	f->ext = p;
+	f->extcap = cap;
+	return 0;
+}
+
+/* Drops the data in [lo, hi): it reads as zeros from now on. */
+static int ext_clear(struct minode *f, uint64_t lo, uint64_t hi)
+{
+	if (lo >= hi)
+		return 0;
+	if (ext_reserve(f, 1)) /* one extent may become two */
+		return -ENOMEM;
+	size_t out = 0;
+	for (size_t i = 0; i < f->next; i++) {
+		struct extent e = f->ext[i];
+		uint64_t end = e.off + e.len;
+		if (end <= lo || e.off >= hi) {
+			f->ext[out++] = e;
+			continue;
+		}
+		if (e.off < lo) /* the part before lo stays */
+			f->ext[out++] = (struct extent){ e.off, lo - e.off, e.seed };
+		if (end > hi) { /* and the part after hi; at most once, at the end */
+			memmove(f->ext + out + 1, f->ext + i + 1, (f->next - i - 1) * sizeof(*f->ext));
+			f->ext[out++] = (struct extent){ hi, end - hi, e.seed };
+			out += f->next - i - 1;
+			f->next = out;
+			return 0;
+		}
+	}
+	f->next = out;
+	return 0;
+}
+
+/* Bytes [off, off + len) become wl_content(seed, ...); len > 0, no overflow. */
+static int ext_write(struct minode *f, uint64_t off, uint64_t len, uint64_t seed)
+{
+	if (ext_reserve(f, 2) || ext_clear(f, off, off + len))
+		return -ENOMEM;
+	size_t at = 0;
+	while (at < f->next && f->ext[at].off < off)
+		at++;
+	memmove(f->ext + at + 1, f->ext + at, (f->next - at) * sizeof(*f->ext));
+	f->ext[at] = (struct extent){ off, len, seed };
+	f->next++;
+	/* Neighbours of the same seed touching it are one extent: byte o of a
+	 * write depends on (seed, o) alone. */
+	if (at + 1 < f->next && f->ext[at + 1].seed == seed && f->ext[at + 1].off == off + len) {
+		f->ext[at].len += f->ext[at + 1].len;
+		memmove(f->ext + at + 1, f->ext + at + 2, (f->next - at - 2) * sizeof(*f->ext));
+		f->next--;
+	}
+	if (at > 0 && f->ext[at - 1].seed == seed &&
+	    f->ext[at - 1].off + f->ext[at - 1].len == off) {
+		f->ext[at - 1].len += f->ext[at].len;
+		memmove(f->ext + at, f->ext + at + 1, (f->next - at - 1) * sizeof(*f->ext));
+		f->next--;
+	}
+	return 0;
+}
+
+static void put_le64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static bool block_zero(const unsigned char *p)
+{
+	for (size_t i = 0; i < BLK; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+/* manifest's digest: sha256 over each 4 KiB block that is not all zeros,
+ * after its offset (8 bytes little-endian), then the size (8 bytes LE).  Only
+ * the blocks an extent touches can hold anything but zeros. */
+static void file_digest(const struct minode *f, unsigned char out[crypto_hash_sha256_BYTES])
+{
+	crypto_hash_sha256_state st;
+	crypto_hash_sha256_init(&st);
+	unsigned char blk[BLK], le[8];
+	uint64_t next_block = 0; /* blocks below it are done */
+	size_t e = 0;		 /* extents before it end in done blocks */
+	while (e < f->next) {
+		uint64_t b = f->ext[e].off / BLK;
+		if (b < next_block)
+			b = next_block;
+		uint64_t base = b * BLK, end = base + BLK;
+		memset(blk, 0, BLK);
+		for (size_t k = e; k < f->next && f->ext[k].off < end; k++) {
+			uint64_t lo = f->ext[k].off > base ? f->ext[k].off : base;
+			uint64_t hi = f->ext[k].off + f->ext[k].len;
+			if (hi > end)
+				hi = end;
+			if (lo < hi)
+				wl_content(f->ext[k].seed, lo, blk + (lo - base), (size_t)(hi - lo));
+		}
+		while (e < f->next && f->ext[e].off + f->ext[e].len <= end)
+			e++;
+		if (!block_zero(blk)) {
+			put_le64(le, base);
+			crypto_hash_sha256_update(&st, le, sizeof(le));
+			crypto_hash_sha256_update(&st, blk, BLK);
+		}
+		next_block = b + 1;
+	}
+	put_le64(le, f->size);
+	crypto_hash_sha256_update(&st, le, sizeof(le));
+	crypto_hash_sha256_final(&st, out);
+}
+
+/* ---- The model ------------------------------------------------------------ */
+
+struct model *model_new(void)
+{
+	struct model *m = calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	m->cap = 64;
+	m->hint = 1;
+	if (!(m->ino = calloc(m->cap, sizeof(*m->ino))) ||
+	    !(m->ino[ROOT] = inode_new(S_IFDIR | 0755, 0, 0))) {
+		free(m->ino);
+		free(m);
+		return NULL;
+	}
+	m->ino[ROOT]->parent = ROOT;
+	return m;
+}
+
+void model_free(struct model *m)
+{
+	if (!m)
+		return;
+	for (uint32_t i = 0; i < m->cap; i++)
+		inode_unref(m->ino[i]);
+	free(m->ino);
+	free(m);
+}
+
+struct model *model_clone(const struct model *m)
+{
+	struct model *c = malloc(sizeof(*c));
+	if (!c)
+		return NULL;
+	*c = *m;
+	if (!(c->ino = malloc(m->cap * sizeof(*c->ino)))) {
+		free(c);
+		return NULL;
+	}
+	for (uint32_t i = 0; i < m->cap; i++) {
+		c->ino[i] = m->ino[i];
+		if (c->ino[i])
+			atomic_fetch_add_explicit(&c->ino[i]->refs, 1, memory_order_relaxed);
+	}
+	return c;
+}
+
+void model_set_owner(struct model *m, uint32_t uid, uint32_t gid)
+{
+	m->uid = uid;
+	m->gid = gid;
+}
+
+/* ---- Applying operations ---------------------------------------------------- */
+
+/* "-EINVAL: the model and the target disagree", with "OP PATH: why" in err. */
+static int disagree(char *err, size_t errlen, const struct wl_op *op, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int disagree(char *err, size_t errlen, const struct wl_op *op, const char *fmt, ...)
+{
+	if (errlen) {
+		const char *k = wl_kind_name(op->kind);
+		int n = snprintf(err, errlen, "%s%s%s: ", k ? k : "?", op->path ? " " : "",
+				 op->path ? op->path : "");
+		if (n >= 0 && (size_t)n < errlen) {
+			va_list ap;
+			va_start(ap, fmt);
+			vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+			va_end(ap);
+		}
+	}
+	return -EINVAL;
+}
+
+/* Resolution failed: why (a static phrase or a component), for disagree. */
+struct why {
+	char text[160];
+};
+
+/*
+ * Resolves path (absolute) to an inode, as openat2(RESOLVE_IN_ROOT) does;
+ * follow: follow a final symlink (one followed by slashes always is).
+ * 0 and *out; 1 with why set when the path does not lead anywhere in the
+ * model; -ENOMEM.
+ */
+static int resolve(const struct model *m, const char *path, bool follow, uint32_t *out,
+		   struct why *why)
+{
+	char *buf = strdup(path);
+	if (!buf)
+		return -ENOMEM;
+	const char *p = buf;
+	uint32_t cur = ROOT;
+	int follows = 0, rc = 1;
+	for (;;) {
+		while (*p == '/')
+			p++;
+		if (!*p) {
+			*out = cur;
+			rc = 0;
+			break;
+		}
+		size_t n = strcspn(p, "/");
+		const char *after = p + n, *q = after;
+		while (*q == '/')
+			q++;
+		bool last = !*q, slash = *after == '/';
+		if (n == 1 && p[0] == '.') {
+			p = after;
+			continue;
+		}
+		if (n == 2 && p[0] == '.' && p[1] == '.') {
+			cur = m->ino[cur]->parent;
+			p = after;
+			continue;
+		}
+		size_t at;
+		const struct minode *d = m->ino[cur];
+		if (!dir_find(d, p, n, &at)) {
+			snprintf(why->text, sizeof(why->text), "no entry \"%.*s\"", n > 64 ? 64 : (int)n, p);
+			break;
+		}
+		uint32_t child = d->ents[at].ino;
+		const struct minode *c = m->ino[child];
+		if (S_ISLNK(c->mode) && (!last || slash || follow)) {
+			if (++follows > MAX_FOLLOWS) {
+				snprintf(why->text, sizeof(why->text), "more than %d symlinks",
+					 MAX_FOLLOWS);
+				break;
+			}
+			size_t tl = strlen(c->target), al = strlen(after);
+			char *nb = malloc(tl + al + 1);
+			if (!nb) {
+				rc = -ENOMEM;
+				break;
+			}
+			memcpy(nb, c->target, tl);
+			memcpy(nb + tl, after, al + 1);
+			if (c->target[0] == '/')
+				cur = ROOT;
+			free(buf);
+			buf = nb;
+			p = buf;
+			continue;
+		}
+		if ((!last || slash) && !S_ISDIR(c->mode)) {
+			snprintf(why->text, sizeof(why->text), "\"%.*s\" is not a directory",
+				 n > 64 ? 64 : (int)n, p);
+			break;
+		}
+		cur = child;
+		p = after;
+	}
+	free(buf);
+	return rc;
+}
+
+/* The parent and last component of a name operation's path. */
+struct name {
+	uint32_t dir;
+	char *last; /* malloc'd */
+	bool slash; /* the path ended in slashes */
+};
+
+/* Resolves the parent of path and takes its last component, as wl_exec_host
+ * does: 0; 1 with why set (no parent in the model, the path is "/", the last
+ * component is "." or ".."); -ENOMEM. */
+static int split(const struct model *m, const char *path, struct name *nm, struct why *why)
+{
+	nm->last = NULL;
+	size_t len = strlen(path), end = len;
+	while (end > 0 && path[end - 1] == '/')
+		end--;
+	if (end == 0) {
+		snprintf(why->text, sizeof(why->text), "the path is the root");
+		return 1;
+	}
+	size_t start = end;
+	while (start > 0 && path[start - 1] != '/')
+		start--;
+	size_t n = end - start;
+	if ((n == 1 && path[start] == '.') || (n == 2 && path[start] == '.' && path[start + 1] == '.')) {
+		snprintf(why->text, sizeof(why->text), "the last component is \"%.*s\"", (int)n,
+			 path + start);
+		return 1;
+	}
+	char *parent = strndup(path, start);
+	if (!parent)
+		return -ENOMEM;
+	int r = resolve(m, parent, true, &nm->dir, why);
+	free(parent);
+	if (r)
+		return r;
+	if (!S_ISDIR(m->ino[nm->dir]->mode)) { /* cannot happen: the parent ends in '/' */
+		snprintf(why->text, sizeof(why->text), "the parent is not a directory");
+		return 1;
+	}
+	if (!(nm->last = strndup(path + start, n)))
+		return -ENOMEM;
+	nm->slash = end < len;
+	return 0;
+}
+
+/* Whether inode x is a (or the) directory a, or below it. */
+static bool is_within(const struct model *m, uint32_t x, uint32_t a)
+{
+	for (;;) {
+		if (x == a)
+			return true;
+		if (x == ROOT)
+			return false;
+		x = m->ino[x]->parent;
+	}
+}
+
+/* Removes one name of inode i (whose entry is gone already). */
+static int drop_name(struct model *m, uint32_t i)
+{
+	if (S_ISDIR(m->ino[i]->mode) || m->ino[i]->nlink <= 1) {
+		ino_drop(m, i);
+		return 0;
+	}
+	struct minode *n = mut(m, i);
+	if (!n)
+		return -ENOMEM;
+	n->nlink--;
+	return 0;
+}
+
+/* What a write, truncate, fallocate or chown does to the file's
+ * capabilities (file_remove_privs, ATTR_KILL_PRIV): they go. */
+static void killpriv(struct minode *n)
+{
+	xattr_del(n, KILLPRIV_XATTR);
+}
+
+/* mkdir, create, symlink: a new object named by op->path. */
+static int make(struct model *m, const struct wl_op *op, char *err, size_t errlen)
+{
+	struct why why;
+	struct name nm;
+	int r = split(m, op->path, &nm, &why);
+	if (r < 0)
+		return r;
+	if (r > 0)
+		return disagree(err, errlen, op, "%s", why.text);
+	uint32_t old;
+	if (dir_lookup(m->ino[nm.dir], nm.last, &old)) {
+		r = disagree(err, errlen, op, "\"%s\" exists in the model", nm.last);
+		goto out;
+	}
+	if (nm.slash && op->kind != WL_MKDIR) {
+		r = disagree(err, errlen, op, "Linux refuses a trailing slash here");
+		goto out;
+	}
+	const struct minode *parent = m->ino[nm.dir];
+	uint32_t mode = op->kind == WL_MKDIR ? S_IFDIR | (op->mode & (0777 | S_ISVTX))
+		      : op->kind == WL_CREATE ? S_IFREG | (op->mode & 07777)
+					      : S_IFLNK | 0777;
+	uint32_t gid = m->gid;
+	if (parent->mode & S_ISGID) { /* inode_init_owner */
+		gid = parent->gid;
+		if (S_ISDIR(mode))
+			mode |= S_ISGID;
+	}
+	uint32_t ino;
+	struct minode *n;
+	r = -ENOMEM;
+	if (ino_free_slot(m, &ino) || !(n = inode_new(mode, m->uid, gid)))
+		goto out;
+	n->parent = nm.dir;
+	if (op->kind == WL_SYMLINK && !(n->target = strdup(op->path2))) {
+		inode_destroy(n);
+		goto out;
+	}
+	struct minode *d = mut(m, nm.dir);
+	if (!d || dir_add(d, nm.last, ino)) {
+		inode_destroy(n);
+		goto out;
+	}
+	m->ino[ino] = n;
+	r = 0;
+out:
+	free(nm.last);
+	return r;
+}
+
+/* The regular file op->path names (following symlinks), for write,
+ * truncate and fallocate: 0 and *ino, else what resolve or disagree say. */
+static int file_of(struct model *m, const struct wl_op *op, uint32_t *ino, char *err,
+		   size_t errlen)
+{
+	struct why why;
+	int r = resolve(m, op->path, true, ino, &why);
+	if (r < 0)
+		return r;
+	if (r > 0)
+		return disagree(err, errlen, op, "%s", why.text);
+	if (!S_ISREG(m->ino[*ino]->mode))
+		return disagree(err, errlen, op, "not a regular file in the model");
+	return 0;
+}
+
+static int do_write(struct model *m, const struct wl_op *op, char *err, size_t errlen)
+{
+	uint32_t i;
+	int r = file_of(m, op, &i, err, errlen);
+	if (r)
+		return r;
+	if (op->off + op->len < op->off)
+		return disagree(err, errlen, op, "the range passes 2^64");
+	if (op->len == 0) /* no data, no size, no killpriv (the write stops early) */
+		return 0;
+	struct minode *f = mut(m, i);
+	if (!f || ext_write(f, op->off, op->len, op->seed))
+		return -ENOMEM;
+	if (f->size < op->off + op->len)
+		f->size = op->off + op->len;
+	killpriv(f);
+	return 0;
+}
+
+static int do_truncate(struct model *m, const struct wl_op *op, char *err, size_t errlen)
+{
+	uint32_t i;
+	int r = file_of(m, op, &i, err, errlen);
+	if (r)
+		return r;
+	struct minode *f = mut(m, i);
+	if (!f || ext_clear(f, op->size, UINT64_MAX))
+		return -ENOMEM;
+	f->size = op->size;
+	killpriv(f);
+	return 0;
+}
+
+static int do_fallocate(struct model *m, const struct wl_op *op, char *err, size_t errlen)
+{
+	uint32_t i;
+	int r = file_of(m, op, &i, err, errlen);
+	if (r)
+		return r;
+	uint64_t end = op->off + op->len;
+	if (end < op->off) {
+		if (!(op->flags & WL_FALLOC_PUNCH_HOLE))
+			return disagree(err, errlen, op, "the range passes 2^64");
+		end = UINT64_MAX;
+	}
+	struct minode *f = mut(m, i);
+	if (!f)
+		return -ENOMEM;
+	if (op->flags & WL_FALLOC_PUNCH_HOLE) {
+		if (ext_clear(f, op->off, end < f->size ? end : f->size))
+			return -ENOMEM;
+	} else if (!(op->flags & WL_FALLOC_KEEP_SIZE) && op->len && f->size < end) {
+		f->size = end; /* preallocated: reads as zeros */
+	}
+	killpriv(f);
+	return 0;
+}
+
+static int do_link(struct model *m, const struct wl_op *op, char *err, size_t errlen)
+{
+	struct why why;
+	uint32_t old;
+	int r = resolve(m, op->path, false, &old, &why);
+	if (r < 0)
+		return r;
+	if (r > 0)
+		return disagree(err, errlen, op, "OLD: %s", why.text);
+	if (S_ISDIR(m->ino[old]->mode))
+		return disagree(err, errlen, op, "OLD is a directory in the model");
+	struct name nm;
+	if ((r = split(m, op->path2, &nm, &why)) < 0)
+		return r;
+	if (r > 0)
+		return disagree(err, errlen, op, "NEW: %s", why.text);
+	uint32_t x;
+	if (dir_lookup(m->ino[nm.dir], nm.last, &x)) {
+		r = disagree(err, errlen, op, "NEW \"%s\" exists in the model", nm.last);
+	} else if (nm.slash) {
+		r = disagree(err, errlen, op, "Linux refuses a trailing slash on NEW");
+	} else {
+		struct minode *d = mut(m, nm.dir), *n;
+		r = -ENOMEM;
+		if (d && !dir_add(d, nm.last, old)) {
+			if ((n = mut(m, old))) {
+				n->nlink++;
+				r = 0;
+			}
+		}
+	}
+	free(nm.last);
+	return r;
+}
+
+/* unlink, rmdir. */
+static int do_remove(struct model *m, const struct wl_op *op, char *err, size_t errlen)
+{
+	struct why why;
+	struct name nm;
+	int r = split(m, op->path, &nm, &why);
+	if (r < 0)
+		return r;
+	if (r > 0)
+		return disagree(err, errlen, op, "%s", why.text);
+	uint32_t i;
+	if (!dir_lookup(m->ino[nm.dir], nm.last, &i)) {
+		r = disagree(err, errlen, op, "no entry \"%s\" in the model", nm.last);
+		goto out;
+	}
+	const struct minode *n = m->ino[i];
+	if (op->kind == WL_UNLINK && (S_ISDIR(n->mode) || nm.slash)) {
+		r = disagree(err, errlen, op, "%s", S_ISDIR(n->mode) ? "a directory in the model"
+								     : "a trailing slash");
+		goto out;
+	}
+	if (op->kind == WL_RMDIR && !S_ISDIR(n->mode)) {
+		r = disagree(err, errlen, op, "not a directory in the model");
+		goto out;
+	}
+	if (op->kind == WL_RMDIR && n->nents) {
+		r = disagree(err, errlen, op, "not empty in the model (%zu entries)", n->nents);
+		goto out;
+	}
+	struct minode *d = mut(m, nm.dir);
+	if (!d) {
+		r = -ENOMEM;
+		goto out;
+	}
+	dir_del(d, nm.last);
+	r = drop_name(m, i);
+out:
+	free(nm.last);
+	return r;
+}
+
+static int do_rename(struct model *m, const struct wl_op *op, char *err, size_t errlen)
+{
+	struct why why;
+	struct name o = { 0 }, n = { 0 };
+	int r = split(m, op->path, &o, &why);
+	if (r < 0)
+		return r;
+	if (r > 0)
+		return disagree(err, errlen, op, "OLD: %s", why.text);
+	if ((r = split(m, op->path2, &n, &why))) {
+		if (r > 0)
+			r = disagree(err, errlen, op, "NEW: %s", why.text);
+		goto out;
+	}
+	uint32_t oi = 0, ni = 0;
+	bool exists;
+	if (!dir_lookup(m->ino[o.dir], o.last, &oi)) {
+		r = disagree(err, errlen, op, "no entry \"%s\" in the model", o.last);
+		goto out;
+	}
+	exists = dir_lookup(m->ino[n.dir], n.last, &ni);
+	bool odir = S_ISDIR(m->ino[oi]->mode), ndir = exists && S_ISDIR(m->ino[ni]->mode);
+	if ((o.slash || n.slash) && !odir) {
+		r = disagree(err, errlen, op, "a trailing slash on a non-directory");
+		goto out;
+	}
+	if (op->flags & WL_RENAME_EXCHANGE) {
+		if (!exists) {
+			r = disagree(err, errlen, op, "exchange: no NEW \"%s\" in the model", n.last);
+			goto out;
+		}
+		if (oi == ni) { /* vfs_rename: source == target does nothing */
+			r = 0;
+			goto out;
+		}
+		if ((odir && is_within(m, n.dir, oi)) || (ndir && is_within(m, o.dir, ni))) {
+			r = disagree(err, errlen, op, "a directory would move below itself");
+			goto out;
+		}
+		struct minode *d = mut(m, o.dir);
+		if (!d) {
+			r = -ENOMEM;
+			goto out;
+		}
+		dir_set(d, o.last, ni);
+		if (!(d = mut(m, n.dir))) {
+			r = -ENOMEM;
+			goto out;
+		}
+		dir_set(d, n.last, oi);
+		struct minode *x;
+		if (odir) {
+			if (!(x = mut(m, oi))) {
+				r = -ENOMEM;
+				goto out;
+			}
+			x->parent = n.dir;
+		}
+		if (ndir) {
+			if (!(x = mut(m, ni))) {
+				r = -ENOMEM;
+				goto out;
+			}
+			x->parent = o.dir;
+		}
+		r = 0;
+		goto out;
+	}
+	if (exists && oi == ni) { /* the same inode (or the same name): nothing */
+		r = (op->flags & WL_RENAME_NOREPLACE)
+			    ? disagree(err, errlen, op, "noreplace: NEW \"%s\" exists in the model", n.last)
+			    : 0;
+		goto out;
+	}
+	if (exists && (op->flags & WL_RENAME_NOREPLACE)) {
+		r = disagree(err, errlen, op, "noreplace: NEW \"%s\" exists in the model", n.last);
+		goto out;
+	}
+	if (exists && odir != ndir) {
+		r = disagree(err, errlen, op, "%s over %s in the model",
+			     odir ? "a directory" : "a non-directory",
+			     ndir ? "a directory" : "a non-directory");
+		goto out;
+	}
+	if (ndir && m->ino[ni]->nents) {
+		r = disagree(err, errlen, op, "NEW is a non-empty directory in the model");
+		goto out;
+	}
+	if (odir && is_within(m, n.dir, oi)) {
+		r = disagree(err, errlen, op, "a directory would move below itself");
+		goto out;
+	}
+	struct minode *d = mut(m, n.dir);
+	r = -ENOMEM;
+	if (!d)
+		goto out;
+	if (exists)
+		dir_set(d, n.last, oi);
+	else if (dir_add(d, n.last, oi))
+		goto out;
+	if (!(d = mut(m, o.dir)))
+		goto out;
+	dir_del(d, o.last);
+	if (exists && drop_name(m, ni))
+		goto out;
+	if (odir) {
+		struct minode *x = mut(m, oi);
+		if (!x)
+			goto out;
+		x->parent = n.dir;
+	}
+	r = 0;
+out:
+	free(o.last);
+	free(n.last);
+	return r;
+}
+
+/* setxattr, removexattr, chmod, chown, and the checks of utimes, fsync and
+ * fdatasync: the object op->path names, following symlinks. */
+static int do_attr(struct model *m, const struct wl_op *op, char *err, size_t errlen)
+{
+	struct why why;
+	uint32_t i;
+	int r = resolve(m, op->path, true, &i, &why);
+	if (r < 0)
+		return r;
+	if (r > 0)
+		return disagree(err, errlen, op, "%s", why.text);
+	size_t at;
+	switch (op->kind) {
+	case WL_SETXATTR:
+	case WL_REMOVEXATTR:
+	case WL_CHMOD:
+	case WL_CHOWN:
+		break;
+	default:
+		return 0; /* utimes, fsync, fdatasync: nothing the description shows */
+	}
+	if (op->kind == WL_REMOVEXATTR && !xattr_find(m->ino[i], op->name, &at))
+		return disagree(err, errlen, op, "no xattr \"%s\" in the model", op->name);
+	struct minode *n = mut(m, i);
+	if (!n)
+		return -ENOMEM;
+	switch (op->kind) {
+	case WL_SETXATTR:
+		return xattr_set(n, op->name, op->value, op->vlen);
+	case WL_REMOVEXATTR:
+		xattr_del(n, op->name);
+		return 0;
+	case WL_CHMOD:
+		n->mode = (n->mode & S_IFMT) | (op->mode & 07777);
+		return 0;
+	default: /* chown_common, notify_change; root keeps nothing it would lose */
+		if (op->uid != UINT32_MAX)
+			n->uid = op->uid;
+		if (op->gid != UINT32_MAX)
+			n->gid = op->gid;
+		if (!S_ISDIR(n->mode)) {
+			n->mode &= ~(uint32_t)S_ISUID;
+			if (n->mode & S_IXGRP)
+				n->mode &= ~(uint32_t)S_ISGID;
+			killpriv(n);
+		}
+		return 0;
+	}
+}
+
+int model_apply(struct model *m, const struct wl_op *op, int result, char *err, size_t errlen)
+{
+	if (errlen)
+		err[0] = 0;
+	if (result != 0)
+		return 0; /* a failed op changes nothing */
+	if (op->kind != WL_SYNC && op->kind != WL_MARK && op->kind != WL_CRASH &&
+	    (unsigned)op->kind < WL_NKINDS && (!op->path || op->path[0] != '/'))
+		return disagree(err, errlen, op, "no absolute path");
+	switch (op->kind) {
+	case WL_MKDIR:
+	case WL_CREATE:
+		return make(m, op, err, errlen);
+	case WL_SYMLINK:
+		if (!op->path2 || !op->path2[0])
+			return disagree(err, errlen, op, "no symlink target");
+		return make(m, op, err, errlen);
+	case WL_WRITE:
+		return do_write(m, op, err, errlen);
+	case WL_TRUNCATE:
+		return do_truncate(m, op, err, errlen);
+	case WL_FALLOCATE:
+		return do_fallocate(m, op, err, errlen);
+	case WL_LINK:
+	case WL_RENAME:
+		if (!op->path2 || op->path2[0] != '/')
+			return disagree(err, errlen, op, "no absolute NEW");
+		return op->kind == WL_LINK ? do_link(m, op, err, errlen) : do_rename(m, op, err, errlen);
+	case WL_UNLINK:
+	case WL_RMDIR:
+		return do_remove(m, op, err, errlen);
+	case WL_SETXATTR:
+	case WL_REMOVEXATTR:
+		if (!op->name || (op->kind == WL_SETXATTR && op->vlen && !op->value))
+			return disagree(err, errlen, op, "no xattr name or value");
+		return do_attr(m, op, err, errlen);
+	case WL_UTIMES:
+		/* utimensat with both times omitted succeeds without a lookup */
+		if (op->atime.tv_nsec == WL_UTIME_OMIT && op->mtime.tv_nsec == WL_UTIME_OMIT)
+			return 0;
+		return do_attr(m, op, err, errlen);
+	case WL_CHMOD:
+	case WL_CHOWN:
+	case WL_FSYNC:
+	case WL_FDATASYNC:
+		return do_attr(m, op, err, errlen);
+	case WL_SYNC:
+	case WL_MARK:
+	case WL_CRASH:
+		return 0;
+	default:
+		return disagree(err, errlen, op, "unknown operation %d", (int)op->kind);
+	}
+}
+
+/* ---- The description ---------------------------------------------------- */
+
+struct sbuf {
+	char *s;
+	size_t n, cap;
+	bool oom;
+};
+
+static void put(struct sbuf *b, const char *s, size_t len)
+{
+	if (b->oom)
+		return;
+	if (b->n + len + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 128;
+		while (cap < b->n + len + 1)
+			cap *= 2;
+		char *p = realloc(b->s, cap);
+		if (!p) {
+			b->oom = true;
+			return;
+		}
+		b->s = p;
+		b->cap = cap;
+	}
+	memcpy(b->s + b->n, s, len);
+	b->n += len;
+	b->s[b->n] = '\0';
+}
+
+static void puts_(struct sbuf *b, const char *s)
+{
+	put(b, s, strlen(s));
+}
+
+static const char hexd[] = "0123456789abcdef";
+
+static void put_hex(struct sbuf *b, const unsigned char *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		char h[2] = { hexd[p[i] >> 4], hexd[p[i] & 15] };
+		put(b, h, 2);
+	}
+}
+
+/* manifest's escape: bytes outside 0x21..0x7e, '\\' and `extra` as \xHH. */
+static void put_esc(struct sbuf *b, const char *s, size_t len, char extra)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c < 0x21 || c > 0x7e || c == '\\' || (extra && c == (unsigned char)extra)) {
+			char h[4] = { '\\', 'x', hexd[c >> 4], hexd[c & 15] };
+			put(b, h, 4);
+		} else {
+			put(b, s + i, 1);
+		}
+	}
+}
+
+struct walk {
+	const struct model *m;
+	char **lines;
+	size_t n, cap;
+	unsigned char (*sha)[crypto_hash_sha256_BYTES]; /* by inode, when has_sha */
+	bool *has_sha;
+	bool oom;
+};
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The " x:NAME=HEX" of every xattr of n, sorted as manifest sorts them. */
+static void put_xattrs(struct sbuf *b, const struct minode *n)
+{
+	if (!n->nxs)
+		return;
+	char **xs = calloc(n->nxs, sizeof(*xs));
+	if (!xs) {
+		b->oom = true;
+		return;
+	}
+	for (size_t i = 0; i < n->nxs; i++) {
+		struct sbuf x = { 0 };
+		puts_(&x, " x:");
+		put_esc(&x, n->xs[i].name, strlen(n->xs[i].name), '=');
+		put(&x, "=", 1);
+		put_hex(&x, n->xs[i].value, n->xs[i].vlen);
+		if (x.oom) {
+			free(x.s);
+			b->oom = true;
+		}
+		xs[i] = x.oom ? NULL : x.s;
+	}
+	if (!b->oom) {
+		qsort(xs, n->nxs, sizeof(*xs), cmp_str);
+		for (size_t i = 0; i < n->nxs; i++)
+			puts_(b, xs[i]);
+	}
+	for (size_t i = 0; i < n->nxs; i++)
+		free(xs[i]);
+	free(xs);
+}
+
+static void add_line(struct walk *w, const char *path, uint32_t ino)
+{
+	const struct minode *n = w->m->ino[ino];
+	struct sbuf b = { 0 };
+	char t = S_ISDIR(n->mode) ? 'd' : S_ISLNK(n->mode) ? 'l' : S_ISREG(n->mode) ? 'f' : '?';
+	uint64_t size = n->size, nlink = n->nlink;
+	if (t == 'd') {
+		size = 0;
+		for (size_t i = 0; i < n->nents; i++)
+			size += 2 * strlen(n->ents[i].name);
+		nlink = 1;
+	} else if (t == 'l') {
+		size = strlen(n->target);
+	}
+	char num[160];
+	snprintf(num, sizeof(num), " %c %o %u %u %llu %llu ", t, (unsigned)(n->mode & 07777),
+		 (unsigned)n->uid, (unsigned)n->gid, (unsigned long long)nlink,
+		 (unsigned long long)size);
+	puts_(&b, path);
+	puts_(&b, num);
+	if (t == 'f') {
+		if (!w->has_sha[ino]) {
+			file_digest(n, w->sha[ino]);
+			w->has_sha[ino] = true;
+		}
+		put_hex(&b, w->sha[ino], crypto_hash_sha256_BYTES);
+	} else if (t == 'l') {
+		puts_(&b, "-> ");
+		put_esc(&b, n->target, strlen(n->target), 0);
+	} else {
+		puts_(&b, "-");
+	}
+	put_xattrs(&b, n);
+	put(&b, "\n", 1);
+	if (!b.oom && w->n == w->cap) {
+		size_t cap = w->cap ? w->cap * 2 : 64;
+		char **p = realloc(w->lines, cap * sizeof(*p));
+		if (p) {
+			w->lines = p;
+			w->cap = cap;
+		} else {
+			b.oom = true;
+		}
+	}
+	if (b.oom) {
+		free(b.s);
+		w->oom = true;
+		return;
+	}
+	w->lines[w->n++] = b.s;
+}
+
+/* Lines for everything below directory ino, whose escaped path is path. */
+static void walk_dir(struct walk *w, const char *path, uint32_t ino)
+{
+	const struct minode *d = w->m->ino[ino];
+	for (size_t i = 0; i < d->nents && !w->oom; i++) {
+		struct sbuf p = { 0 };
+		if (strcmp(path, "/"))
+			puts_(&p, path);
+		put(&p, "/", 1);
+		put_esc(&p, d->ents[i].name, strlen(d->ents[i].name), '/');
+		if (p.oom) {
+			free(p.s);
+			w->oom = true;
+			return;
+		}
+		uint32_t c = d->ents[i].ino;
+		add_line(w, p.s, c);
+		if (S_ISDIR(w->m->ino[c]->mode) && !w->oom)
+			walk_dir(w, p.s, c);
+		free(p.s);
+	}
+}
+
+char *model_describe(const struct model *m)
+{
+	struct walk w = { .m = m };
+	w.sha = malloc(m->cap * sizeof(*w.sha));
+	w.has_sha = calloc(m->cap, sizeof(*w.has_sha));
+	char *out = NULL;
+	if (!w.sha || !w.has_sha)
+		goto done;
+	add_line(&w, "/", ROOT);
+	if (!w.oom)
+		walk_dir(&w, "/", ROOT);
+	if (w.oom)
+		goto done;
+	/* Escaped paths hold no space and sort above ' ', so whole lines sort
+	 * as their paths: manifest's order. */
+	qsort(w.lines, w.n, sizeof(*w.lines), cmp_str);
+	size_t total = 1;
+	for (size_t i = 0; i < w.n; i++)
+		total += strlen(w.lines[i]);
+	if (!(out = malloc(total)))
+		goto done;
+	char *p = out;
+	for (size_t i = 0; i < w.n; i++) {
+		size_t l = strlen(w.lines[i]);
+		memcpy(p, w.lines[i], l);
+		p += l;
+	}
+	*p = '\0';
+done:
+	for (size_t i = 0; i < w.n; i++)
+		free(w.lines[i]);
+	free(w.lines);
+	free(w.sha);
+	free(w.has_sha);
+	return out;
+}

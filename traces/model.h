@@ -1,0 +1,73 @@
+/*
+ * model.h - the crash-consistency oracle's model of the POSIX state: a file
+ * system namespace (directories, regular files, symlinks, hard links, modes,
+ * owners, xattrs, file data) advanced by workload operations
+ * (traces/workload.h) as Linux applies them on a local btrfs, and described
+ * in the canonical form of `btrsim manifest` (cli/README.md), so that the
+ * oracle can compare what the model says with what a file system shows after
+ * recovering from a crash.
+ *
+ * The model is independent of ref/ (its own code, no ref/ header): it stands
+ * for what POSIX and Linux promise, not for how ref implements them.  It
+ * assumes the workload runs as root (CAP_CHOWN, CAP_FOWNER, CAP_FSETID),
+ * with umask 0 and no ACLs, as wl_exec_host runs it (traces/README.md, "The
+ * oracle's model", lists what is modelled and what is not).
+ *
+ * File data is never stored: a `write` is kept as an extent (offset, length,
+ * seed), since its bytes are wl_content(seed, offset) and can be recomputed;
+ * a write at 1 TiB costs what a write at 0 costs.
+ *
+ * Threads: one model must not be used by two threads at once; distinct
+ * models (clones of one another included, which share inodes behind
+ * atomic reference counts) may be used and freed concurrently.
+ */
+#ifndef BTRSIM_TRACES_MODEL_H
+#define BTRSIM_TRACES_MODEL_H
+
+#include "traces/workload.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct model; /* opaque */
+
+/* An empty file system: "/" a directory, mode 0755, uid 0, gid 0 (what
+ * mkfs.btrfs makes).  NULL when out of memory. */
+struct model *model_new(void);
+/* Frees m and everything only it holds; NULL is allowed. */
+void model_free(struct model *m);
+/* A deep copy as far as anyone can tell (changing either leaves the other
+ * as it was); cheap: inodes are shared copy-on-write, O(number of inodes).
+ * NULL when out of memory. */
+struct model *model_clone(const struct model *m);
+
+/* The owner new objects get (the fsuid and fsgid of the process running the
+ * workload); default 0, 0.  A set-gid parent directory still gives its gid. */
+void model_set_owner(struct model *m, uint32_t uid, uint32_t gid);
+
+/*
+ * Applies op as Linux applies it on a local btrfs where the op gave `result`
+ * on the real target: 0 for success, else the errno (positive or negative).
+ * An op that failed changes nothing (and 0 is returned).  Returns
+ *   0        applied (or nothing to apply);
+ *   -EINVAL  the model cannot apply a successful op: the model and the target
+ *            disagree (a path the model does not have, a name that exists,
+ *            rmdir of a non-empty directory, ...); a one-line message in err
+ *            (when errlen > 0), and the model is unchanged;
+ *   -ENOMEM  out of memory; the model may be half changed: free it.
+ */
+int model_apply(struct model *m, const struct wl_op *op, int result, char *err, size_t errlen);
+
+/*
+ * The canonical description, in the format of `btrsim manifest` without
+ * options (cli/cmd-manifest.c): one line per name,
+ *   PATH TYPE PERM UID GID NLINK SIZE CONTENT [x:NAME=HEX]...
+ * sorted bytewise (strcmp) as manifest sorts them, each ending in '\n'.
+ * Directories have NLINK 1 and SIZE twice the total length of their names
+ * (btrfs); regular files the sha256 content digest of manifest-hash.c;
+ * symlinks "-> TARGET".  Escapes as manifest's.  A malloc'd NUL-terminated
+ * text, or NULL when out of memory.
+ */
+char *model_describe(const struct model *m);
+
+#endif
