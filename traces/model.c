@@ -4,7 +4,9 @@
  * described in the canonical form of `btrsim manifest`.
  *
  * Inodes are shared between clones behind atomic reference counts and copied
- * on the first change (mut).  A regular file holds no data, only its size and
+ * on the first change (mut); a file's digest is computed once and kept in its
+ * inode until its data changes, so describing many snapshots that share most
+ * files hashes each version of a file once.  A regular file holds no data, only its size and
  * a sorted list of extents (offset, length, seed): the bytes of a `write` are
  * wl_content(seed, offset), so they are recomputed when the digest is taken.
  * Directories hold their entries sorted by name and the inode of their parent
@@ -61,6 +63,11 @@ struct minode {
 	uint64_t size;	      /* regular files */
 	struct extent *ext;   /* regular files: sorted, disjoint, inside [0, size) */
 	size_t next, extcap;
+	/* regular files: the content digest once computed, or NULL.  A cache,
+	 * filled by model_describe on shared inodes too (published with a
+	 * compare-and-swap), dropped by a change of the data (on a private
+	 * inode). */
+	_Atomic(unsigned char *) sha;
 	char *target;	      /* symlinks */
 	struct dent *ents;    /* directories: sorted by strcmp of name */
 	size_t nents, entcap;
@@ -79,6 +86,7 @@ struct model {
 
 static void inode_destroy(struct minode *n)
 {
+	free(atomic_load_explicit(&n->sha, memory_order_acquire));
 	free(n->ext);
 	free(n->target);
 	for (size_t i = 0; i < n->nents; i++)
@@ -104,6 +112,7 @@ static struct minode *inode_new(uint32_t mode, uint32_t uid, uint32_t gid)
 	if (!n)
 		return NULL;
 	atomic_init(&n->refs, 1);
+	atomic_init(&n->sha, NULL);
 	n->mode = mode;
 	n->uid = uid;
 	n->gid = gid;
@@ -120,6 +129,15 @@ static struct minode *inode_copy(const struct minode *n)
 	c->nlink = n->nlink;
 	c->parent = n->parent;
 	c->size = n->size;
+	const unsigned char *sha = atomic_load_explicit(&((struct minode *)n)->sha,
+							memory_order_acquire);
+	if (sha) {
+		unsigned char *d = malloc(crypto_hash_sha256_BYTES);
+		if (!d)
+			goto oom;
+		memcpy(d, sha, crypto_hash_sha256_BYTES);
+		atomic_store_explicit(&c->sha, d, memory_order_relaxed);
+	}
 	if (n->next) {
 		if (!(c->ext = malloc(n->next * sizeof(*c->ext))))
 			goto oom;
@@ -482,6 +500,31 @@ static void file_digest(const struct minode *f, unsigned char out[crypto_hash_sh
 	crypto_hash_sha256_final(&st, out);
 }
 
+/* The digest of f, computed once and kept (NULL when out of memory). */
+static const unsigned char *digest_of(const struct minode *f)
+{
+	_Atomic(unsigned char *) *slot = &((struct minode *)f)->sha;
+	unsigned char *d = atomic_load_explicit(slot, memory_order_acquire);
+	if (d)
+		return d;
+	if (!(d = malloc(crypto_hash_sha256_BYTES)))
+		return NULL;
+	file_digest(f, d);
+	unsigned char *was = NULL;
+	if (!atomic_compare_exchange_strong_explicit(slot, &was, d, memory_order_acq_rel,
+						     memory_order_acquire)) {
+		free(d); /* another thread got there first, with the same digest */
+		return was;
+	}
+	return d;
+}
+
+/* The data or the size of f (private to its model) changes. */
+static void forget_digest(struct minode *f)
+{
+	free(atomic_exchange_explicit(&f->sha, NULL, memory_order_acq_rel));
+}
+
 /* ---- The model ------------------------------------------------------------ */
 
 struct model *model_new(void)
@@ -796,7 +839,10 @@ static int do_write(struct model *m, const struct wl_op *op, char *err, size_t e
 	if (op->len == 0) /* no data, no size, no killpriv (the write stops early) */
 		return 0;
 	struct minode *f = mut(m, i);
-	if (!f || ext_write(f, op->off, op->len, op->seed))
+	if (!f)
+		return -ENOMEM;
+	forget_digest(f);
+	if (ext_write(f, op->off, op->len, op->seed))
 		return -ENOMEM;
 	if (f->size < op->off + op->len)
 		f->size = op->off + op->len;
@@ -811,7 +857,10 @@ static int do_truncate(struct model *m, const struct wl_op *op, char *err, size_
 	if (r)
 		return r;
 	struct minode *f = mut(m, i);
-	if (!f || ext_clear(f, op->size, UINT64_MAX))
+	if (!f)
+		return -ENOMEM;
+	forget_digest(f);
+	if (ext_clear(f, op->size, UINT64_MAX))
 		return -ENOMEM;
 	f->size = op->size;
 	killpriv(f);
@@ -833,6 +882,7 @@ static int do_fallocate(struct model *m, const struct wl_op *op, char *err, size
 	struct minode *f = mut(m, i);
 	if (!f)
 		return -ENOMEM;
+	forget_digest(f);
 	if (op->flags & WL_FALLOC_PUNCH_HOLE) {
 		if (ext_clear(f, op->off, end < f->size ? end : f->size))
 			return -ENOMEM;
@@ -1204,8 +1254,6 @@ struct walk {
 	const struct model *m;
 	char **lines;
 	size_t n, cap;
-	unsigned char (*sha)[crypto_hash_sha256_BYTES]; /* by inode, when has_sha */
-	bool *has_sha;
 	bool oom;
 };
 
@@ -1267,11 +1315,11 @@ static void add_line(struct walk *w, const char *path, uint32_t ino)
 	puts_(&b, path);
 	puts_(&b, num);
 	if (t == 'f') {
-		if (!w->has_sha[ino]) {
-			file_digest(n, w->sha[ino]);
-			w->has_sha[ino] = true;
-		}
-		put_hex(&b, w->sha[ino], crypto_hash_sha256_BYTES);
+		const unsigned char *sha = digest_of(n);
+		if (sha)
+			put_hex(&b, sha, crypto_hash_sha256_BYTES);
+		else
+			b.oom = true;
 	} else if (t == 'l') {
 		puts_(&b, "-> ");
 		put_esc(&b, n->target, strlen(n->target), 0);
@@ -1324,11 +1372,7 @@ static void walk_dir(struct walk *w, const char *path, uint32_t ino)
 char *model_describe(const struct model *m)
 {
 	struct walk w = { .m = m };
-	w.sha = malloc(m->cap * sizeof(*w.sha));
-	w.has_sha = calloc(m->cap, sizeof(*w.has_sha));
 	char *out = NULL;
-	if (!w.sha || !w.has_sha)
-		goto done;
 	add_line(&w, "/", ROOT);
 	if (!w.oom)
 		walk_dir(&w, "/", ROOT);
@@ -1353,7 +1397,5 @@ done:
 	for (size_t i = 0; i < w.n; i++)
 		free(w.lines[i]);
 	free(w.lines);
-	free(w.sha);
-	free(w.has_sha);
 	return out;
 }

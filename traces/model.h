@@ -3,9 +3,9 @@
  * system namespace (directories, regular files, symlinks, hard links, modes,
  * owners, xattrs, file data) advanced by workload operations
  * (traces/workload.h) as Linux applies them on a local btrfs, and described
- * in the canonical form of `btrsim manifest` (cli/README.md), so that the
- * oracle can compare what the model says with what a file system shows after
- * recovering from a crash.
+ * in the canonical form of `btrsim manifest` (cli/README.md,
+ * traces/manifest.c), so that the oracle can compare what the model says with
+ * what a file system shows after recovering from a crash.
  *
  * The model is independent of ref/ (its own code, no ref/ header): it stands
  * for what POSIX and Linux promise, not for how ref implements them.  It
@@ -60,11 +60,11 @@ int model_apply(struct model *m, const struct wl_op *op, int result, char *err, 
 
 /*
  * The canonical description, in the format of `btrsim manifest` without
- * options (cli/cmd-manifest.c): one line per name,
+ * options (traces/manifest.c, mf_add): one line per name,
  *   PATH TYPE PERM UID GID NLINK SIZE CONTENT [x:NAME=HEX]...
  * sorted bytewise (strcmp) as manifest sorts them, each ending in '\n'.
  * Directories have NLINK 1 and SIZE twice the total length of their names
- * (btrfs); regular files the sha256 content digest of manifest-hash.c;
+ * (btrfs); regular files the sha256 content digest of manifest_hash.c;
  * symlinks "-> TARGET".  Escapes as manifest's.  A malloc'd NUL-terminated
  * text, or NULL when out of memory.
  */
