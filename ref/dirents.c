@@ -21,9 +21,11 @@ static int add(void *ctx, const struct ref_dirent *de)
 		d->e = p;
 		d->cap = cap;
 	}
-	char *name = strndup(de->name, de->len);
+	char *name = malloc(de->len + 1); /* not strndup: the name has no NUL to stop at */
 	if (!name)
 		return -ENOMEM;
+	memcpy(name, de->name, de->len);
+	name[de->len] = 0;
 	d->e[d->n++] = (struct ref_dentry){ name, de->len, de->ino, de->type };
 	return 0;
 }
