@@ -83,9 +83,9 @@ int vfs_end(ref_fs *fs, int r)
 		return ref_fail(fs, -r, "%s; the operation failed half-way, the file system is read-only now",
 				why);
 	}
-	if (r == 0 || r == -ENOSPC || r == -EEXIST || r == -ENOENT) {
+	if (fs->rw && !fs->rw->failed) { /* a failed call changed nothing: commit as ever */
 		int c = rw_maybe_commit(fs);
-		if (c)
+		if (c && r >= 0)
 			return c;
 	}
 	return r;

@@ -452,3 +452,27 @@ Test(write, crash_at_any_write_leaves_a_commit)
 	sim_volume_close(base);
 	sim_volume_close(vol);
 }
+
+/* What the write path cannot keep correct it refuses, with the reason. */
+Test(write, read_only_and_unsupported_features)
+{
+	sim_volume *vol;
+	ref_fs *fs = wu_fresh(&vol, 256, 0);
+	WU_OK(fs, ref_umount(fs));
+	struct ref_open_opts oo = { .super_mirror = -1 };
+	char err[256];
+	cr_assert_eq(ref_open(vol, &oo, &fs, err, sizeof(err)), 0, "%s", err);
+	WU_ERR(fs, ref_mkdir(fs, "/x", 0755), EROFS);
+	WU_ERR(fs, ref_sync(fs), EROFS);
+	ref_close(fs);
+	/* An incompat feature the writer does not know: mixed block groups. */
+	struct btrfs_super_disk sb;
+	cr_assert_eq(sim_read(vol, 0, BTRFS_SUPER_OFFSET, &sb, sizeof(sb)), 0);
+	sb.incompat_flags = htole64(LE64(sb.incompat_flags) | BTRFS_FEATURE_INCOMPAT_MIXED_GROUPS);
+	ref_csum(LE16(sb.csum_type), (uint8_t *)&sb + BTRFS_CSUM_BYTES, BTRFS_SUPER_SIZE - BTRFS_CSUM_BYTES,
+		 sb.csum);
+	cr_assert_eq(sim_write(vol, 0, BTRFS_SUPER_OFFSET, &sb, sizeof(sb), SIM_FUA), 0);
+	cr_assert_eq(ref_mount(vol, NULL, &fs, err, sizeof(err)), -EROFS);
+	cr_assert(strstr(err, "incompat"), "%s", err);
+	sim_volume_close(vol);
+}
