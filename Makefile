@@ -98,6 +98,7 @@ bench: deps
 	@build/release/bench/bench-sim
 	@sh bench/bench_read.sh build/release/btrsim $(BENCH_READ_MIB)
 	@sh bench/bench_fs.sh build/release/bench/bench-fs $(BENCH_WRITE_MIB)
+	@sh bench/bench_explore.sh build/release/btrsim
 
 # Deliberately broken builds of ref (ref/mutant.h), each the release build
 # with one bug switched on: build/mutants/NAME/btrsim.  The explorer's tests
