@@ -38,6 +38,14 @@ for w in w1 w2; do
 	done_check
 done
 
+# Seeded random workloads: every crash state consistent.
+for seed in 1 2; do
+	"$BTRSIM" gen-workload --seed "$seed" --ops 50 --max-offset 1M --max-len 64K >"$T/g$seed.wl"
+	run "explore-random-seed-$seed" 0 "$BTRSIM" explore --max-subset 6 --samples 8 "$T/g$seed.wl"
+	out_has ' 0 violations$'
+	done_check
+done
+
 run explore-deterministic 0 "$BTRSIM" explore --seed 5 --max-subset 3 --samples 5 "$T/w1.wl"
 sed 's/ ([0-9]*\/s)//' "$OUT" >"$T/e1"
 "$BTRSIM" explore --seed 5 --max-subset 3 --samples 5 "$T/w1.wl" | sed 's/ ([0-9]*\/s)//' >"$T/e2"
