@@ -26,7 +26,7 @@ MODE_LDFLAGS_debug   := -fsanitize=address,undefined
 MODE_LDFLAGS_coverage := --coverage
 CFLAGS  := $(BASE_CFLAGS) $(MODE_CFLAGS_$(MODE)) $(EXTRA_CFLAGS)
 LDFLAGS := $(MODE_LDFLAGS_$(MODE)) $(EXTRA_LDFLAGS)
-LIBS := -lisal -lz -llzo2 -lzstd -lsodium -lxxhash -lm
+LIBS := -lisal -lz -llzo2 -lzstd -lsodium -lxxhash -lsqlite3 -lm
 
 SIM_SRC  := $(wildcard sim/*.c)
 REF_SRC  := $(wildcard ref/*.c)

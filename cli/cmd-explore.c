@@ -1,10 +1,13 @@
 /* cmd-explore.c - `btrsim explore`: every crash state of a workload, judged. */
 #include "cli/cli.h"
 #include "traces/explore.h"
+#include "traces/store.h"
+#include "version.h"
 
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 static const char usage_text[] =
 	"usage: btrsim explore [options] WORKLOAD\n"
@@ -22,6 +25,8 @@ static const char usage_text[] =
 	"  --torn N            states with a torn write, per crash point (4)\n"
 	"  --seed N            the seed of samples and tears (1; printed)\n"
 	"  --nodesize SIZE     of the file system made for the run (16k)\n"
+	"  --db FILE           record the run in the trace database FILE (created when\n"
+	"                      missing; list with 'btrsim runs --db FILE')\n"
 	"  -v, --verbose       a line per crash point\n"
 	"  -h, --help          show this help\n"
 	"\n"
@@ -30,14 +35,24 @@ static const char usage_text[] =
 
 const struct cli_cmd cli_cmd_explore;
 
+/* t as ISO-8601 UTC, "2024-05-01T12:00:00Z". */
+static void iso_time(time_t t, char out[32])
+{
+	struct tm tm;
+	if (!gmtime_r(&t, &tm) || !strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(out, 32, "@%lld", (long long)t);
+}
+
 static int cmd_explore(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "max-subset", required_argument, NULL, 'k' }, { "samples", required_argument, NULL, 'n' },
 		{ "torn", required_argument, NULL, 't' },       { "seed", required_argument, NULL, 's' },
 		{ "nodesize", required_argument, NULL, 'N' },   { "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },             { NULL, 0, NULL, 0 },
+		{ "db", required_argument, NULL, 'D' },         { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
+	const char *db = NULL;
 	struct explore_opts o = { .seed = 1 };
 	explore_defaults(&o);
 	uint64_t v;
@@ -45,7 +60,7 @@ static int cmd_explore(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
-		if (c != 'v' && c != 'h' && c != '?' && cli_parse_u64(optarg, &v, c == 'N'))
+		if (c != 'v' && c != 'h' && c != 'D' && c != '?' && cli_parse_u64(optarg, &v, c == 'N'))
 			return cli_usage_error(&cli_cmd_explore, "expected a number, not '%s'", optarg);
 		switch (c) {
 		case 'k':
@@ -61,6 +76,7 @@ static int cmd_explore(int argc, char **argv)
 				return cli_usage_error(&cli_cmd_explore, "--nodesize takes a power of two, 4k to 64k");
 			o.nodesize = (uint32_t)v;
 			break;
+		case 'D': db = optarg; break;
 		case 'v': o.log = stdout; break;
 		case 'h': return cli_help(&cli_cmd_explore);
 		default: return cli_usage_error(&cli_cmd_explore, "unknown option '%s'", argv[optind - 1]);
@@ -72,16 +88,46 @@ static int cmd_explore(int argc, char **argv)
 	char err[1024];
 	if (wl_parse_file(argv[optind], &w, err, sizeof(err)))
 		return cli_fail(&cli_cmd_explore, "%s", err);
+	/* Opened first, so that a database that cannot be used stops the
+	 * command before the exploration rather than after it. */
+	struct store *st = NULL;
+	if (db && store_open(db, &st, err, sizeof(err))) {
+		wl_free(&w);
+		return cli_fail(&cli_cmd_explore, "%s", err);
+	}
 	printf("seed %llu\n", (unsigned long long)o.seed);
 	struct explore_result res;
+	char started[32], ended[32];
+	iso_time(time(NULL), started);
 	int r = explore_run(&w, &o, &res, err, sizeof(err));
-	wl_free(&w);
-	if (r < 0)
+	iso_time(time(NULL), ended);
+	if (r < 0) {
+		/* Not recorded: a run that could not run has no result. */
+		wl_free(&w);
+		store_close(st);
 		return cli_fail(&cli_cmd_explore, "%s", err);
+	}
 	printf("%zu operations, %zu crash points, %zu crash states (%.0f/s), %zu violation%s\n",
 	       res.ops, res.crash_points, res.states,
 	       res.seconds > 0 ? (double)res.states / res.seconds : 0.0, res.violations,
 	       res.violations == 1 ? "" : "s");
+	if (st) {
+		char config[128];
+		snprintf(config, sizeof(config), "max-subset=%u samples=%u torn=%u nodesize=%u",
+			 o.max_subset, o.samples, o.torn, (unsigned)o.nodesize);
+		int64_t id;
+		int f = store_record_explore(st, &w, o.seed,
+					     "v" BTRSIM_VERSION " " BTRSIM_BUILD_ID " " BTRSIM_BUILD_MODE,
+					     config, &res, r == 1 ? 1 : 0, started, ended, &id, err,
+					     sizeof(err));
+		store_close(st);
+		if (f) {
+			wl_free(&w);
+			return cli_fail(&cli_cmd_explore, "%s", err);
+		}
+		printf("recorded as run %lld in %s\n", (long long)id, db);
+	}
+	wl_free(&w);
 	if (r == 1)
 		return cli_fail(&cli_cmd_explore, "%s", res.violation);
 	return 0;

@@ -20,6 +20,7 @@ static const struct cli_cmd *const commands[] = {
 	&cli_cmd_run,
 	&cli_cmd_gen,
 	&cli_cmd_explore,
+	&cli_cmd_runs,
 	&cli_cmd_dump_super,
 	&cli_cmd_dump_tree,
 	&cli_cmd_ls,

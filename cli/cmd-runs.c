@@ -1,0 +1,63 @@
+/* cmd-runs.c - `btrsim runs`: the runs recorded in a trace database. */
+#include "cli/cli.h"
+#include "traces/store.h"
+
+#include <getopt.h>
+#include <stdio.h>
+
+static const char usage_text[] =
+	"usage: btrsim runs --db FILE\n"
+	"\n"
+	"List the runs recorded in the trace database FILE (by 'btrsim explore --db\n"
+	"FILE'), oldest first: id, kind, start time (UTC), the first 12 hex digits of\n"
+	"the workload's SHA-256, operations, crash states and violations.  The\n"
+	"database is not created when missing (traces/README.md, \"Trace store\").\n"
+	"\n"
+	"  --db FILE           the trace database\n"
+	"  -h, --help          show this help\n"
+	"\n"
+	"Exit status: 0 listed, 1 the database is missing or unusable, 2 bad usage.\n";
+
+const struct cli_cmd cli_cmd_runs;
+
+static int cmd_runs(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "db", required_argument, NULL, 'D' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *db = NULL;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'D': db = optarg; break;
+		case 'h': return cli_help(&cli_cmd_runs);
+		default:
+			return cli_usage_error(&cli_cmd_runs, "unknown option or missing argument '%s'",
+					       argv[optind - 1]);
+		}
+	}
+	if (optind != argc)
+		return cli_usage_error(&cli_cmd_runs, "unexpected argument '%s'", argv[optind]);
+	if (!db)
+		return cli_usage_error(&cli_cmd_runs, "--db FILE is required");
+	char err[1024];
+	struct store *s;
+	if (store_open_existing(db, &s, err, sizeof(err)))
+		return cli_fail(&cli_cmd_runs, "%s", err);
+	int r = store_list_runs(s, stdout, err, sizeof(err));
+	store_close(s);
+	if (r)
+		return cli_fail(&cli_cmd_runs, "%s", err);
+	return 0;
+}
+
+const struct cli_cmd cli_cmd_runs = {
+	.name = "runs",
+	.summary = "list the runs recorded in a trace database",
+	.usage = usage_text,
+	.run = cmd_runs,
+};

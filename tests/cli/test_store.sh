@@ -1,0 +1,90 @@
+#!/bin/sh
+# The trace store: `btrsim explore --db FILE` records each run, `btrsim runs
+# --db FILE` lists them; the schema version and WAL mode; the workload stored
+# once; databases that are corrupt, missing or too new are refused.
+. "$(dirname "$0")/lib.sh"
+
+cat >"$T/w.wl" <<'W'
+create /a
+write /a 0 5000 1
+fsync /a
+mkdir /d
+rename /a /d/b
+W
+db="$T/runs.db"
+
+run store-explore-1 0 "$BTRSIM" explore --max-subset 4 --samples 8 --db "$db" "$T/w.wl"
+out_has ' 0 violations$'
+out_has "^recorded as run 1 in $db\$"
+done_check
+run store-explore-2 0 "$BTRSIM" explore --max-subset 4 --samples 8 --seed 2 --db "$db" "$T/w.wl"
+out_has "^recorded as run 2 in $db\$"
+done_check
+
+run store-runs 0 "$BTRSIM" runs --db "$db"
+out_has '^ID +KIND +STARTED +WORKLOAD +OPS +STATES +VIOLATIONS$'
+out_has '^1 +explore +[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z +[0-9a-f]{12} +5 +[0-9]+ +0$'
+out_has '^2 +explore '
+[ "$(wc -l <"$OUT")" -eq 3 ] || fail "not a header and 2 runs: $(cat "$OUT" | tr '\n' '|')"
+hashes=$(awk 'NR > 1 { print $4 }' "$OUT" | sort -u | wc -l)
+[ "$hashes" -eq 1 ] || fail "the two runs have $hashes workload hashes"
+done_check
+
+if command -v sqlite3 >/dev/null 2>&1; then
+	run store-version 0 sqlite3 "$db" 'PRAGMA user_version'
+	out_has '^1$'
+	done_check
+	run store-wal 0 sqlite3 "$db" 'PRAGMA journal_mode'
+	out_has '^wal$'
+	done_check
+	run store-one-workload 0 sqlite3 "$db" 'SELECT count(*) FROM workloads'
+	out_has '^1$'
+	done_check
+	run store-run-columns 0 sqlite3 "$db" "SELECT seed, config, status, ops FROM runs WHERE id = 2"
+	out_has '^2\|max-subset=4 samples=8 torn=4 nodesize=16384\|0\|5$'
+	done_check
+
+	sqlite3 "$T/new.db" 'PRAGMA user_version = 99' >/dev/null
+	run store-newer-version 1 "$BTRSIM" runs --db "$T/new.db"
+	err_has 'version 99 is newer than this btrsim knows \(1\)'
+	err_lines 1
+	done_check
+	run store-newer-version-explore 1 "$BTRSIM" explore --db "$T/new.db" "$T/w.wl"
+	err_has 'version 99 is newer'
+	err_lines 1
+	out_empty
+	done_check
+else
+	echo "SKIP store-version, store-wal, store-one-workload, store-newer-version: no sqlite3"
+fi
+
+head -c 8192 /dev/urandom >"$T/junk.db"
+cp "$T/junk.db" "$T/junk.orig"
+run store-corrupt-runs 1 "$BTRSIM" runs --db "$T/junk.db"
+err_has 'junk.db: not an SQLite trace database'
+err_lines 1
+done_check
+run store-corrupt-explore 1 "$BTRSIM" explore --db "$T/junk.db" "$T/w.wl"
+err_has 'junk.db: not an SQLite trace database'
+err_lines 1
+cmp -s "$T/junk.db" "$T/junk.orig" || fail "the corrupt file was changed"
+done_check
+
+run store-missing 1 "$BTRSIM" runs --db "$T/none.db"
+err_has "none.db: no such trace database"
+err_lines 1
+[ -e "$T/none.db" ] && fail "runs created the database"
+done_check
+
+run store-no-db 2 "$BTRSIM" runs
+err_has 'usage: btrsim runs'
+done_check
+run store-operand 2 "$BTRSIM" runs --db "$db" extra
+done_check
+run store-bad-option 2 "$BTRSIM" runs --bogus
+done_check
+run store-db-no-arg 2 "$BTRSIM" runs --db
+done_check
+run store-help 0 "$BTRSIM" runs --help
+out_has '^usage: btrsim runs --db FILE'
+done_check
