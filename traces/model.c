@@ -21,6 +21,7 @@
  * Everything that can fail because the model and the target disagree is
  * checked before anything changes, so -EINVAL leaves the model as it was.
  */
+#include "traces/manifest.h"
 #include "traces/model.h"
 
 #include <errno.h>
@@ -1192,210 +1193,76 @@ int model_apply(struct model *m, const struct wl_op *op, int result, char *err, 
 	}
 }
 
-/* ---- The description ---------------------------------------------------- */
-
-struct sbuf {
-	char *s;
-	size_t n, cap;
-	bool oom;
-};
-
-static void put(struct sbuf *b, const char *s, size_t len)
-{
-	if (b->oom)
-		return;
-	if (b->n + len + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 128;
-		while (cap < b->n + len + 1)
-			cap *= 2;
-		char *p = realloc(b->s, cap);
-		if (!p) {
-			b->oom = true;
-			return;
-		}
-		b->s = p;
-		b->cap = cap;
-	}
-	memcpy(b->s + b->n, s, len);
-	b->n += len;
-	b->s[b->n] = '\0';
-}
-
-static void puts_(struct sbuf *b, const char *s)
-{
-	put(b, s, strlen(s));
-}
-
-static const char hexd[] = "0123456789abcdef";
-
-static void put_hex(struct sbuf *b, const unsigned char *p, size_t len)
-{
-	for (size_t i = 0; i < len; i++) {
-		char h[2] = { hexd[p[i] >> 4], hexd[p[i] & 15] };
-		put(b, h, 2);
-	}
-}
-
-/* manifest's escape: bytes outside 0x21..0x7e, '\\' and `extra` as \xHH. */
-static void put_esc(struct sbuf *b, const char *s, size_t len, char extra)
-{
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c < 0x21 || c > 0x7e || c == '\\' || (extra && c == (unsigned char)extra)) {
-			char h[4] = { '\\', 'x', hexd[c >> 4], hexd[c & 15] };
-			put(b, h, 4);
-		} else {
-			put(b, s + i, 1);
-		}
-	}
-}
+/* ---- The description: manifest's format (traces/manifest.c) ------------ */
 
 struct walk {
 	const struct model *m;
-	char **lines;
-	size_t n, cap;
-	bool oom;
+	struct manifest mf;
+	struct mf_xattrs xs;
 };
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The " x:NAME=HEX" of every xattr of n, sorted as manifest sorts them. */
-static void put_xattrs(struct sbuf *b, const struct minode *n)
-{
-	if (!n->nxs)
-		return;
-	char **xs = calloc(n->nxs, sizeof(*xs));
-	if (!xs) {
-		b->oom = true;
-		return;
-	}
-	for (size_t i = 0; i < n->nxs; i++) {
-		struct sbuf x = { 0 };
-		puts_(&x, " x:");
-		put_esc(&x, n->xs[i].name, strlen(n->xs[i].name), '=');
-		put(&x, "=", 1);
-		put_hex(&x, n->xs[i].value, n->xs[i].vlen);
-		if (x.oom) {
-			free(x.s);
-			b->oom = true;
-		}
-		xs[i] = x.oom ? NULL : x.s;
-	}
-	if (!b->oom) {
-		qsort(xs, n->nxs, sizeof(*xs), cmp_str);
-		for (size_t i = 0; i < n->nxs; i++)
-			puts_(b, xs[i]);
-	}
-	for (size_t i = 0; i < n->nxs; i++)
-		free(xs[i]);
-	free(xs);
-}
-
-static void add_line(struct walk *w, const char *path, uint32_t ino)
+/* Hands the object at path (escaped) to the manifest formatter. */
+static int add_object(struct walk *w, const char *path, uint32_t ino)
 {
 	const struct minode *n = w->m->ino[ino];
-	struct sbuf b = { 0 };
-	char t = S_ISDIR(n->mode) ? 'd' : S_ISLNK(n->mode) ? 'l' : S_ISREG(n->mode) ? 'f' : '?';
-	uint64_t size = n->size, nlink = n->nlink;
-	if (t == 'd') {
-		size = 0;
+	struct mf_object o = { .path = path, .mode = n->mode, .uid = n->uid, .gid = n->gid,
+			       .nlink = n->nlink, .size = n->size, .xattrs = &w->xs };
+	if (S_ISDIR(n->mode)) { /* btrfs: one link, twice the length of the names */
+		o.size = 0;
 		for (size_t i = 0; i < n->nents; i++)
-			size += 2 * strlen(n->ents[i].name);
-		nlink = 1;
-	} else if (t == 'l') {
-		size = strlen(n->target);
+			o.size += 2 * strlen(n->ents[i].name);
+		o.nlink = 1;
+	} else if (S_ISLNK(n->mode)) {
+		o.target = n->target;
+		o.target_len = strlen(n->target);
+		o.size = o.target_len;
+	} else if (S_ISREG(n->mode) && !(o.sha256 = digest_of(n))) {
+		return -ENOMEM;
 	}
-	char num[160];
-	snprintf(num, sizeof(num), " %c %o %u %u %llu %llu ", t, (unsigned)(n->mode & 07777),
-		 (unsigned)n->uid, (unsigned)n->gid, (unsigned long long)nlink,
-		 (unsigned long long)size);
-	puts_(&b, path);
-	puts_(&b, num);
-	if (t == 'f') {
-		const unsigned char *sha = digest_of(n);
-		if (sha)
-			put_hex(&b, sha, crypto_hash_sha256_BYTES);
-		else
-			b.oom = true;
-	} else if (t == 'l') {
-		puts_(&b, "-> ");
-		put_esc(&b, n->target, strlen(n->target), 0);
-	} else {
-		puts_(&b, "-");
-	}
-	put_xattrs(&b, n);
-	put(&b, "\n", 1);
-	if (!b.oom && w->n == w->cap) {
-		size_t cap = w->cap ? w->cap * 2 : 64;
-		char **p = realloc(w->lines, cap * sizeof(*p));
-		if (p) {
-			w->lines = p;
-			w->cap = cap;
-		} else {
-			b.oom = true;
-		}
-	}
-	if (b.oom) {
-		free(b.s);
-		w->oom = true;
-		return;
-	}
-	w->lines[w->n++] = b.s;
+	mf_xattrs_clear(&w->xs);
+	for (size_t i = 0; i < n->nxs; i++)
+		if (mf_xattr_add(&w->xs, n->xs[i].name, strlen(n->xs[i].name), n->xs[i].value,
+				 n->xs[i].vlen))
+			return -ENOMEM;
+	return mf_add(&w->mf, &o);
 }
 
-/* Lines for everything below directory ino, whose escaped path is path. */
-static void walk_dir(struct walk *w, const char *path, uint32_t ino)
+/* Everything below directory ino, whose escaped path is path. */
+static int walk_dir(struct walk *w, const char *path, uint32_t ino)
 {
 	const struct minode *d = w->m->ino[ino];
-	for (size_t i = 0; i < d->nents && !w->oom; i++) {
-		struct sbuf p = { 0 };
-		if (strcmp(path, "/"))
-			puts_(&p, path);
-		put(&p, "/", 1);
-		put_esc(&p, d->ents[i].name, strlen(d->ents[i].name), '/');
-		if (p.oom) {
-			free(p.s);
-			w->oom = true;
-			return;
-		}
+	int r = 0;
+	for (size_t i = 0; i < d->nents && !r; i++) {
+		char *sub = mf_path_join(path, d->ents[i].name, strlen(d->ents[i].name));
+		if (!sub)
+			return -ENOMEM;
 		uint32_t c = d->ents[i].ino;
-		add_line(w, p.s, c);
-		if (S_ISDIR(w->m->ino[c]->mode) && !w->oom)
-			walk_dir(w, p.s, c);
-		free(p.s);
+		r = add_object(w, sub, c);
+		if (!r && S_ISDIR(w->m->ino[c]->mode))
+			r = walk_dir(w, sub, c);
+		free(sub);
 	}
+	return r;
 }
 
 char *model_describe(const struct model *m)
 {
 	struct walk w = { .m = m };
 	char *out = NULL;
-	add_line(&w, "/", ROOT);
-	if (!w.oom)
-		walk_dir(&w, "/", ROOT);
-	if (w.oom)
-		goto done;
-	/* Escaped paths hold no space and sort above ' ', so whole lines sort
-	 * as their paths: manifest's order. */
-	qsort(w.lines, w.n, sizeof(*w.lines), cmp_str);
-	size_t total = 1;
-	for (size_t i = 0; i < w.n; i++)
-		total += strlen(w.lines[i]);
-	if (!(out = malloc(total)))
-		goto done;
-	char *p = out;
-	for (size_t i = 0; i < w.n; i++) {
-		size_t l = strlen(w.lines[i]);
-		memcpy(p, w.lines[i], l);
-		p += l;
+	size_t len = 0;
+	int r = add_object(&w, "/", ROOT);
+	if (!r)
+		r = walk_dir(&w, "/", ROOT);
+	FILE *f = r ? NULL : open_memstream(&out, &len);
+	if (f) {
+		r = mf_print(&w.mf, f); /* sorted as manifest sorts */
+		if (fclose(f) || r) {
+			free(out);
+			out = NULL;
+		}
 	}
-	*p = '\0';
-done:
-	for (size_t i = 0; i < w.n; i++)
-		free(w.lines[i]);
-	free(w.lines);
+	mf_xattrs_clear(&w.xs);
+	free(w.xs.x);
+	mf_free(&w.mf);
 	return out;
 }

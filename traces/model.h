@@ -7,8 +7,11 @@
  * traces/manifest.c), so that the oracle can compare what the model says with
  * what a file system shows after recovering from a crash.
  *
- * The model is independent of ref/ (its own code, no ref/ header): it stands
- * for what POSIX and Linux promise, not for how ref implements them.  It
+ * The model is independent of ref/ (its own code; it calls nothing of ref,
+ * and shares only the manifest's line formatter, traces/manifest.c, with the
+ * walker of ref's images): it stands for what POSIX and Linux promise, not
+ * for how ref implements them.  Its content digest is computed on its own
+ * (the tests compare it with the manifest's).  It
  * assumes the workload runs as root (CAP_CHOWN, CAP_FOWNER, CAP_FSETID),
  * with umask 0 and no ACLs, as wl_exec_host runs it (traces/README.md, "The
  * oracle's model", lists what is modelled and what is not).
