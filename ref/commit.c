@@ -166,37 +166,6 @@ static int settle_round(ref_fs *fs, bool *work)
 	return r;
 }
 
-int ref_write_logical(ref_fs *fs, uint64_t logical, const void *buf, size_t len)
-{
-	const uint8_t *in = buf;
-	while (len) {
-		const struct ref_chunk *c = chunk_find(fs, logical);
-		if (!c)
-			return ref_fail(fs, EUCLEAN, "writing %llu: not mapped by any chunk",
-					(unsigned long long)logical);
-		struct ref_copy copies[REF_MAX_COPIES];
-		uint64_t run;
-		int n = chunk_map(c, logical, len, copies, &run);
-		if (n <= 0)
-			return ref_fail(fs, EIO, "writing %llu: unsupported profile",
-					(unsigned long long)logical);
-		for (int i = 0; i < n; i++) {
-			if (copies[i].disk < 0)
-				return ref_fail(fs, EIO, "writing %llu: device %llu is missing",
-						(unsigned long long)logical,
-						(unsigned long long)copies[i].devid);
-			int r = sim_write(fs->vol, (unsigned)copies[i].disk, copies[i].physical, in, run, 0);
-			if (r)
-				return ref_fail(fs, -r, "writing %llu: %s", (unsigned long long)logical,
-						sim_volume_error(fs->vol));
-		}
-		in += run;
-		logical += run;
-		len -= run;
-	}
-	return 0;
-}
-
 static int write_blocks(ref_fs *fs)
 {
 	struct rw_state *rw = fs->rw;

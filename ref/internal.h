@@ -100,6 +100,10 @@ const char *ref_profile_name(uint64_t type);
 const char *chunk_item_invalid(const ref_fs *fs, uint64_t logical, const struct btrfs_chunk *c,
 			       uint32_t item_size);
 
+/* io.c: writes len bytes at a logical address to every copy (the write
+ * path's; reads are ref_read_logical in ref.h). */
+int ref_write_logical(ref_fs *fs, uint64_t logical, const void *buf, size_t len);
+
 /* data.c: reads of data extents with checksum verification and repair. */
 int data_read(ref_fs *fs, uint64_t logical, void *buf, size_t len, bool nodatasum);
 

@@ -1,4 +1,4 @@
-/* io.c - logical reads through the chunk map onto the sim disks. */
+/* io.c - logical reads and writes through the chunk map onto the sim disks. */
 #include "ref/internal.h"
 
 #include <errno.h>
@@ -26,20 +26,33 @@ static int read_physical(ref_fs *fs, int disk, uint64_t physical, uint8_t *buf, 
 	return r;
 }
 
+/* The chunk holding logical and the copies of the run of bytes from there
+ * that stay contiguous: the number of copies, or -EUCLEAN. */
+static int map_run(ref_fs *fs, uint64_t logical, uint64_t len, const struct ref_chunk **chunk,
+		   struct ref_copy *copies, uint64_t *run)
+{
+	const struct ref_chunk *c = chunk_find(fs, logical);
+	if (!c)
+		return ref_fail(fs, EUCLEAN, "logical %llu is not mapped by any chunk",
+				(unsigned long long)logical);
+	int n = chunk_map(c, logical, len, copies, run);
+	if (n <= 0)
+		return ref_fail(fs, EUCLEAN, "logical %llu: unsupported chunk profile",
+				(unsigned long long)logical);
+	*chunk = c;
+	return n;
+}
+
 int ref_read_logical(ref_fs *fs, uint64_t logical, void *buf, size_t len, int mirror)
 {
 	uint8_t *out = buf;
 	while (len) {
-		const struct ref_chunk *c = chunk_find(fs, logical);
-		if (!c)
-			return ref_fail(fs, EUCLEAN, "logical %llu is not mapped by any chunk",
-					(unsigned long long)logical);
+		const struct ref_chunk *c;
 		struct ref_copy copies[REF_MAX_COPIES];
 		uint64_t run;
-		int n = chunk_map(c, logical, len, copies, &run);
-		if (n <= 0)
-			return ref_fail(fs, EUCLEAN, "logical %llu: unsupported chunk profile",
-					(unsigned long long)logical);
+		int n = map_run(fs, logical, len, &c, copies, &run);
+		if (n < 0)
+			return n;
 		const struct ref_copy *cp = &copies[mirror % n];
 		int r, rebuild = cp->disk == REF_COPY_REBUILT ? mirror % n : 0;
 		/* RAID5/6 with the stripe's device missing: degraded reads rebuild it. */
@@ -61,6 +74,33 @@ int ref_read_logical(ref_fs *fs, uint64_t logical, void *buf, size_t len, int mi
 		if (r)
 			return r;
 		out += run;
+		logical += run;
+		len -= run;
+	}
+	return 0;
+}
+
+int ref_write_logical(ref_fs *fs, uint64_t logical, const void *buf, size_t len)
+{
+	const uint8_t *in = buf;
+	while (len) {
+		const struct ref_chunk *c;
+		struct ref_copy copies[REF_MAX_COPIES];
+		uint64_t run;
+		int n = map_run(fs, logical, len, &c, copies, &run);
+		if (n < 0)
+			return n;
+		for (int i = 0; i < n; i++) { /* every copy */
+			if (copies[i].disk < 0)
+				return ref_fail(fs, EIO, "writing %llu: device %llu is missing",
+						(unsigned long long)logical,
+						(unsigned long long)copies[i].devid);
+			int r = sim_write(fs->vol, (unsigned)copies[i].disk, copies[i].physical, in, run, 0);
+			if (r)
+				return ref_fail(fs, -r, "writing %llu: %s", (unsigned long long)logical,
+						sim_volume_error(fs->vol));
+		}
+		in += run;
 		logical += run;
 		len -= run;
 	}

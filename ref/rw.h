@@ -231,8 +231,6 @@ int bt_peek(ref_fs *fs, const struct ref_root *root, const struct ref_key *key, 
 uint32_t bt_max_item(const ref_fs *fs);
 
 /* commit.c */
-/* Writes len bytes at a logical address to every copy. */
-int ref_write_logical(ref_fs *fs, uint64_t logical, const void *buf, size_t len);
 int rw_commit(ref_fs *fs);
 /* Commits when the dirty metadata passed its limit. */
 int rw_maybe_commit(ref_fs *fs);
