@@ -202,33 +202,34 @@ static int backref_remove(ref_fs *fs, struct rw_tree *t, const struct ref_ino *t
 	return bt_item_cut(fs, t, &xk, found, esize);
 }
 
-/* The DIR_INDEX of a name found by walking the directory's index items
- * (for subvolume entries, which have no inode back reference here). */
-static int index_of(ref_fs *fs, struct rw_tree *t, uint64_t dir, const char *name, size_t len,
+struct index_search {
+	const char *name;
+	size_t len;
+	uint64_t index;
+};
+
+static int match_index(void *ctx, const struct ref_dirent *de)
+{
+	struct index_search *is = ctx;
+	if (de->len != is->len || memcmp(de->name, is->name, is->len))
+		return 0;
+	is->index = de->index;
+	return 1; /* found: stop */
+}
+
+/* The DIR_INDEX of a name, by reading the directory (for subvolume entries,
+ * which have no inode back reference here). */
+static int index_of(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
 		    uint64_t *index)
 {
-	struct ref_path p;
-	struct ref_key k = { dir, BTRFS_DIR_INDEX_KEY, 0 };
-	int r = ref_search(fs, &t->root, &k, &p);
-	while (r == 0) {
-		const uint8_t *d;
-		uint32_t size;
-		ref_path_item(&p, &k, &d, &size);
-		if (k.objectid != dir || k.type != BTRFS_DIR_INDEX_KEY)
-			break;
-		const struct btrfs_dir_item *di = (const void *)d;
-		if (size >= DIR_ENTRY && LE16(di->name_len) == len && size >= DIR_ENTRY + len &&
-		    !memcmp(d + DIR_ENTRY, name, len)) {
-			*index = k.offset;
-			ref_path_release(fs, &p);
-			return 0;
-		}
-		r = ref_next(fs, &p);
+	struct index_search is = { name, len, 0 };
+	int r = ref_readdir(fs, dir, match_index, &is);
+	if (r == 1) {
+		*index = is.index;
+		return 0;
 	}
-	if (r == 0)
-		ref_path_release(fs, &p);
 	return r < 0 ? r : ref_fail(fs, EUCLEAN, "directory %llu: no index for a name",
-				    (unsigned long long)dir);
+				    (unsigned long long)dir->ino);
 }
 
 int dir_remove(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
@@ -247,7 +248,7 @@ int dir_remove(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t l
 		return r == -ENOENT ? ref_fail(fs, ENOENT, "%.*s: no such entry", (int)len, name) : r;
 	uint64_t index = 0;
 	if (target->subvol != dir->subvol)
-		r = index_of(fs, t, dir->ino, name, len, &index);
+		r = index_of(fs, dir, name, len, &index);
 	else
 		r = backref_remove(fs, t, target, dir->ino, name, len, &index);
 	if (r || (r = bt_item_cut(fs, t, &k, off, esize)))
