@@ -40,6 +40,19 @@ same_view() {
 	fi
 }
 
+# kernel_sees_ref IMG: the kernel's view of the image equals ref's (reported
+# against $NAME); fails when the kernel cannot mount it.
+kernel_sees_ref() {
+	"$BTRSIM" manifest "$1" >"$T/ref.view" 2>"$T/err" || fail "manifest: $(cat "$T/err")"
+	if mount_rw "$1"; then
+		"$BTRSIM" manifest --host "$T/mnt" >"$T/kernel.view" || fail "manifest --host"
+		same_view "$NAME" "$T/ref.view" "$T/kernel.view"
+		detach_all
+	else
+		fail "the kernel cannot mount the image"
+	fi
+}
+
 for w in basic sparse tree badinput; do
 	img="$T/$w.img"
 	truncate -s 3G "$img"
@@ -78,14 +91,7 @@ for w in basic sparse tree badinput; do
 		done_check
 		run "write-$w-ref-after-kernel" 0 "$BTRSIM" run "$W/after.wl" "$img"
 		clean "write-$w-ref-after-kernel" "$img"
-		"$BTRSIM" manifest "$img" >"$T/ref.view"
-		if mount_rw "$img"; then
-			"$BTRSIM" manifest --host "$T/mnt" >"$T/kernel.view" || fail "manifest --host"
-			same_view "$NAME" "$T/ref.view" "$T/kernel.view"
-			detach_all
-		else
-			fail "the kernel cannot mount the image"
-		fi
+		kernel_sees_ref "$img"
 		done_check
 	else
 		fail "the kernel cannot mount the image: $(dmesg | tail -n 3 | tr '\n' '|')"
@@ -99,14 +105,8 @@ mkfs.btrfs -q -f "$img" >/dev/null
 run write-on-mkfs-btrfs-image 0 "$BTRSIM" run "$W/basic.wl" "$img"
 clean write-on-mkfs-btrfs-image "$img"
 if [ "$LOOP_OK" -eq 1 ]; then
-	"$BTRSIM" manifest "$img" >"$T/ref.view"
-	if mount_rw "$img"; then
-		"$BTRSIM" manifest --host "$T/mnt" >"$T/kernel.view"
-		same_view write-on-mkfs-btrfs-image "$T/ref.view" "$T/kernel.view"
-		detach_all
-	else
-		fail "the kernel cannot mount the image"
-	fi
+	NAME=write-on-mkfs-btrfs-image
+	kernel_sees_ref "$img"
 fi
 done_check
 
@@ -156,14 +156,7 @@ if [ "$LOOP_OK" -eq 1 ]; then
 		printf 'create /new\nwrite /new 0 3M 5\nunlink /f2\nunlink /f4\nsync\nunlink /f6\n' >"$T/frag.wl"
 		run "$NAME" 0 "$BTRSIM" run "$T/frag.wl" "$img"
 		clean "$NAME" "$img"
-		"$BTRSIM" manifest "$img" >"$T/ref.view"
-		if mount_rw "$img"; then
-			"$BTRSIM" manifest --host "$T/mnt" >"$T/kernel.view"
-			same_view "$NAME" "$T/ref.view" "$T/kernel.view"
-			detach_all
-		else
-			fail "the kernel cannot mount the image"
-		fi
+		kernel_sees_ref "$img"
 	else
 		fail "the kernel cannot mount a fresh image"
 	fi
@@ -229,14 +222,7 @@ clean write-full-drain "$img"
 done_check
 if [ "$LOOP_OK" -eq 1 ]; then
 	NAME=write-full-kernel-view
-	"$BTRSIM" manifest "$img" >"$T/ref.view"
-	if mount_rw "$img"; then
-		"$BTRSIM" manifest --host "$T/mnt" >"$T/kernel.view"
-		same_view "$NAME" "$T/ref.view" "$T/kernel.view"
-		detach_all
-	else
-		fail "the kernel cannot mount the image"
-	fi
+	kernel_sees_ref "$img"
 	done_check
 fi
 
