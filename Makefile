@@ -101,7 +101,8 @@ bench: deps
 	@sh bench/bench_explore.sh build/release/btrsim
 
 # Deliberately broken builds of ref (ref/mutant.h), each the release build
-# with one bug switched on: build/mutants/NAME/btrsim.  The explorer's tests
+# with one bug switched on: build/mutants/btrsim-NAME (built in
+# build/mutants/NAME/).  The explorer's tests
 # run every one and must catch it.
 MUTANTS := skip-flush:1 cow-in-place:2 super-first:3 drop-dirty:4 early-reuse:5
 mutants:
@@ -109,6 +110,7 @@ mutants:
 		name=$${m%%:*}; num=$${m##*:}; \
 		$(MAKE) --no-print-directory MODE=release B=build/mutants/$$name \
 			EXTRA_CFLAGS=-DBTRSIM_MUTANT=$$num cmd || exit 1; \
+		cp -f build/mutants/$$name/btrsim build/mutants/btrsim-$$name; \
 	done
 
 # The random differential test at campaign size: each seed's workload on the

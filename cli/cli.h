@@ -40,6 +40,9 @@ extern const struct cli_cmd cli_cmd_run;
 extern const struct cli_cmd cli_cmd_gen;
 extern const struct cli_cmd cli_cmd_explore;
 extern const struct cli_cmd cli_cmd_runs;
+extern const struct cli_cmd cli_cmd_campaign;
+extern const struct cli_cmd cli_cmd_replay;
+extern const struct cli_cmd cli_cmd_violations;
 
 /* A NUL-terminated copy of a name that is not (names in tree items are not). */
 char *cli_name_dup(const char *name, size_t len);

@@ -3,17 +3,20 @@
 #include "traces/store.h"
 
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 
 static const char usage_text[] =
-	"usage: btrsim runs --db FILE\n"
+	"usage: btrsim runs --db FILE [--campaign ID]\n"
 	"\n"
 	"List the runs recorded in the trace database FILE (by 'btrsim explore --db\n"
-	"FILE'), oldest first: id, kind, start time (UTC), the first 12 hex digits of\n"
-	"the workload's SHA-256, operations, crash states and violations.  The\n"
+	"FILE' and 'btrsim campaign --db FILE'), oldest first: id, kind, start time\n"
+	"(UTC), the first 12 hex digits of the workload's SHA-256, operations, IO\n"
+	"requests recorded, crash states and violations.  The\n"
 	"database is not created when missing (traces/README.md, \"Trace store\").\n"
 	"\n"
 	"  --db FILE           the trace database\n"
+	"  --campaign ID       only the runs of campaign ID\n"
 	"  -h, --help          show this help\n"
 	"\n"
 	"Exit status: 0 listed, 1 the database is missing or unusable, 2 bad usage.\n";
@@ -24,16 +27,23 @@ static int cmd_runs(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "db", required_argument, NULL, 'D' },
+		{ "campaign", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *db = NULL;
+	uint64_t campaign = 0;
 	int c;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'D': db = optarg; break;
+		case 'c':
+			if (cli_parse_u64(optarg, &campaign, 0) || campaign == 0 || campaign > INT64_MAX)
+				return cli_usage_error(&cli_cmd_runs, "--campaign takes a campaign id, not '%s'",
+						       optarg);
+			break;
 		case 'h': return cli_help(&cli_cmd_runs);
 		default:
 			return cli_usage_error(&cli_cmd_runs, "unknown option or missing argument '%s'",
@@ -48,7 +58,7 @@ static int cmd_runs(int argc, char **argv)
 	struct store *s;
 	if (store_open_existing(db, &s, err, sizeof(err)))
 		return cli_fail(&cli_cmd_runs, "%s", err);
-	int r = store_list_runs(s, stdout, err, sizeof(err));
+	int r = store_list_runs(s, (int64_t)campaign, stdout, err, sizeof(err));
 	store_close(s);
 	if (r)
 		return cli_fail(&cli_cmd_runs, "%s", err);

@@ -1,11 +1,11 @@
 /*
- * explore.c - crash-state exploration (see explore.h): record, replay onto a
- * copy of the disks, and at each crash point try the combinations of the
- * volatile writes; every state is mounted, checked and compared with the
- * oracle's model (model.c, which knows nothing of ref).
+ * explore.c - crash-state exploration (see explore.h): record from blank
+ * disks, replay onto a copy of the disks as mkfs left them, and at each crash
+ * point try the combinations of the volatile writes of every disk; each state
+ * is judged by explore_judge.c against the oracle's model (model.c, which
+ * knows nothing of ref).
  */
-#include "traces/explore.h"
-#include "traces/manifest.h"
+#include "traces/explore_internal.h"
 #include "traces/model.h"
 #include "traces/run.h"
 #include "ref/mkfs.h"
@@ -23,26 +23,18 @@ void explore_defaults(struct explore_opts *o)
 	o->torn = 4;
 	o->disk_size = UINT64_C(512) << 20;
 	o->nodesize = 16384;
+	o->ndisks = 1;
+	o->data_profile = 0;
+	o->meta_profile = BTRFS_BLOCK_GROUP_DUP;
+	o->minimize_picks = true;
 }
 
-/* Where each operation's IO lies in the log, and whether it promised
- * durability on return. */
-struct span {
-	size_t start, end;
-	bool persist;
-	size_t line;
-};
-
-struct ex {
-	const struct explore_opts *o;
-	struct explore_result *res;
-	const struct wl_workload *w;
-	struct span *spans; /* nops + 1: the last is the final unmount */
-	size_t nspans;
-	char **snaps;       /* snaps[j]: the model's description after j operations */
-	uint64_t rng;
-	uint32_t sector;
-};
+const char *explore_verdict_name(enum explore_verdict v)
+{
+	static const char *const names[EXPLORE_NVERDICTS] = { "ok", "mount", "check", "read",
+							       "oracle", "detected" };
+	return (unsigned)v < EXPLORE_NVERDICTS ? names[v] : "?";
+}
 
 static uint64_t next(uint64_t *s)
 {
@@ -75,7 +67,8 @@ static int record(struct ex *x, sim_volume *vol, char *err, size_t errlen)
 	size_t n = x->w->n;
 	x->spans = calloc(n + 1, sizeof(*x->spans));
 	x->snaps = calloc(n + 2, sizeof(*x->snaps));
-	if (!m || !x->spans || !x->snaps || !(x->snaps[0] = model_describe(m))) {
+	x->res->results = calloc(n ? n : 1, sizeof(int));
+	if (!m || !x->spans || !x->snaps || !x->res->results || !(x->snaps[0] = model_describe(m))) {
 		model_free(m);
 		ref_close(fs);
 		return fail(err, errlen, ENOMEM, "%s", "out of memory");
@@ -89,6 +82,7 @@ static int record(struct ex *x, sim_volume *vol, char *err, size_t errlen)
 		char msg[256] = "";
 		if (op->kind != WL_MARK && op->kind != WL_CRASH)
 			got = -wl_exec_ref(fs, op, msg, sizeof(msg));
+		x->res->results[j] = got;
 		size_t after;
 		sim_volume_log(vol, &after);
 		x->spans[j] = (struct span){ before, after, persists(op->kind) && got == 0, op->line };
@@ -111,221 +105,326 @@ static int record(struct ex *x, sim_volume *vol, char *err, size_t errlen)
 	x->nspans = n + 1;
 	if (!r && !(x->snaps[n + 1] = strdup(x->snaps[n])))
 		r = fail(err, errlen, ENOMEM, "%s", "out of memory");
-	if (!r && u)
+	/* With faults armed a failed final commit is an outcome to judge, not a
+	 * broken run: the crash states show what is on the disks. */
+	if (!r && u && !x->o->faults)
 		r = fail(err, errlen, EIO, "the final commit failed: %s", strerror(-u));
 	model_free(m);
 	return r;
 }
 
-/* ---- Judging one crash state ---- */
+/* ---- Crash states ---- */
 
-static char *describe(ref_fs *fs, char *why, size_t whylen)
-{
-	struct manifest m = { 0 };
-	struct ref_ino root;
-	char *text = NULL;
-	size_t len = 0;
-	if (ref_subvol_root(fs, BTRFS_FS_TREE_OBJECTID, &root)) {
-		snprintf(why, whylen, "%s", ref_error(fs));
-		return NULL;
-	}
-	if (mf_walk_ref(&m, fs, &root, why, whylen) == 0) {
-		FILE *f = open_memstream(&text, &len);
-		if (!f || mf_print(&m, f))
-			snprintf(why, whylen, "out of memory");
-		if (f)
-			fclose(f);
-	}
-	mf_free(&m);
-	return text;
-}
+/* One volatile write of some disk at a crash point. */
+struct pend {
+	unsigned disk;
+	size_t pos;   /* in that disk's list */
+	uint64_t seq;
+	uint32_t nsectors;
+	bool discard;
+};
 
-/* The first line where two descriptions differ, as "expected X, found Y". */
-static void first_diff(const char *want, const char *got, char *out, size_t len)
+/* A chosen write: pend index and how many sectors (0: all). */
+struct choice {
+	size_t i;
+	uint32_t count;
+};
+
+/* The picks text of explore.h for the chosen writes (in pend order). */
+static void picks_text(const struct pend *p, size_t np, const struct choice *c, size_t nc,
+		       char *out, size_t len)
 {
-	while (*want && *got) {
-		const char *we = strchr(want, '\n'), *ge = strchr(got, '\n');
-		size_t wl = we ? (size_t)(we - want) : strlen(want), gl = ge ? (size_t)(ge - got) : strlen(got);
-		if (wl != gl || memcmp(want, got, wl)) {
-			snprintf(out, len, "expected \"%.*s\", found \"%.*s\"", (int)(wl > 300 ? 300 : wl), want,
-				 (int)(gl > 300 ? 300 : gl), got);
-			return;
+	size_t o = 0, ci = 0;
+	out[0] = 0;
+	for (size_t i = 0; i < np; i++) {
+		bool first_of_disk = i == 0 || p[i].disk != p[i - 1].disk;
+		bool last_of_disk = i + 1 == np || p[i + 1].disk != p[i].disk;
+		if (first_of_disk && o < len)
+			o += (size_t)snprintf(out + o, len - o, "%s%u:", o ? " " : "", p[i].disk);
+		bool kept = ci < nc && c[ci].i == i;
+		if (kept && o < len) {
+			char *tail = out + o - 1;
+			o += (size_t)snprintf(out + o, len - o, "%s%zu", *tail == ':' ? "" : ",", p[i].pos);
+			if (c[ci].count && o < len)
+				o += (size_t)snprintf(out + o, len - o, "+%u", c[ci].count);
 		}
-		want += wl + (we != NULL);
-		got += gl + (ge != NULL);
+		if (kept)
+			ci++;
+		if (last_of_disk && o < len && out[o - 1] == ':')
+			o += (size_t)snprintf(out + o, len - o, "-");
 	}
-	if (*want)
-		snprintf(out, len, "expected \"%.*s\", missing", (int)strcspn(want, "\n"), want);
-	else if (*got)
-		snprintf(out, len, "unexpected \"%.*s\"", (int)strcspn(got, "\n"), got);
-	else
-		snprintf(out, len, "no difference");
+	if (np == 0)
+		snprintf(out, len, "-");
 }
 
-static void violation(struct ex *x, size_t point, const char *what)
-{
-	if (x->res->violations++ == 0)
-		snprintf(x->res->violation, sizeof(x->res->violation), "crash at IO %zu: %s", point, what);
-}
-
-/* The legal states at log position i: the model after lo..hi operations. */
-static void legal_range(const struct ex *x, size_t i, size_t *lo, size_t *hi)
-{
-	*lo = 0;
-	*hi = 0;
-	for (size_t j = 0; j < x->nspans; j++) {
-		if (x->spans[j].persist && x->spans[j].end <= i)
-			*lo = j + 1;
-		if (x->spans[j].start < i || (x->spans[j].start == i && j < x->nspans - 1 &&
-					      x->spans[j].end == i))
-			*hi = j + 1;
-	}
-	if (*hi > x->nspans - 1)
-		*hi = x->nspans - 1; /* the unmount changes nothing the model sees */
-	if (*lo > *hi)
-		*lo = *hi;
-}
-
-static void judge(struct ex *x, sim_volume *v, size_t point)
-{
-	char err[512], why[2048];
-	ref_fs *fs;
-	struct ref_open_opts oo = { .super_mirror = -1 };
-	x->res->states++;
-	if (ref_open(v, &oo, &fs, err, sizeof(err))) {
-		snprintf(why, sizeof(why), "the file system does not mount: %s", err);
-		violation(x, point, why);
-		return;
-	}
-	char *report = NULL;
-	size_t rlen = 0;
-	FILE *out = open_memstream(&report, &rlen);
-	struct ref_check_opts co = { .out = out };
-	long errors = out ? ref_check(fs, &co) : -ENOMEM;
-	if (out)
-		fclose(out);
-	if (errors != 0) {
-		snprintf(why, sizeof(why), "check: %.400s", report ? report : "could not run");
-		violation(x, point, why);
-	} else {
-		char *text = describe(fs, err, sizeof(err));
-		size_t lo, hi;
-		legal_range(x, point, &lo, &hi);
-		bool ok = false;
-		for (size_t j = lo; text && j <= hi && !ok; j++)
-			ok = !strcmp(text, x->snaps[j]);
-		if (!text) {
-			snprintf(why, sizeof(why), "reading the recovered tree: %s", err);
-			violation(x, point, why);
-		} else if (!ok) {
-			char d[1200];
-			first_diff(x->snaps[hi], text, d, sizeof(d));
-			snprintf(why, sizeof(why), "no legal state (after operations %zu..%zu, lines %zu..%zu): %s",
-				 lo, hi, lo ? x->spans[lo - 1].line : 0, hi ? x->spans[hi - 1].line : 0, d);
-			violation(x, point, why);
-		}
-		free(text);
-	}
-	free(report);
-	ref_close(fs);
-}
-
-/* ---- Crash points ---- */
-
-static void crash_with(struct ex *x, sim_volume *cursor, size_t point, const struct sim_crash_pick *picks,
-		       size_t npicks)
+/* Crashes a clone of cursor with the chosen writes persisted (a disk at a
+ * time: its caches fail independently) and judges it. */
+static enum explore_verdict crash_with(struct ex *x, sim_volume *cursor, size_t point,
+				       const struct pend *p, const struct choice *c, size_t nc,
+				       char *why, size_t whylen)
 {
 	sim_volume *v;
 	if (sim_volume_clone(cursor, &v)) {
-		violation(x, point, "cloning the volume failed");
-		return;
+		snprintf(why, whylen, "cloning the volume failed");
+		return EXPLORE_MOUNT;
 	}
-	struct sim_crash_spec cs = { .policy = SIM_CRASH_EXPLICIT, .picks = picks, .npicks = npicks };
-	if (sim_disk_crash(v, 0, &cs, NULL))
-		violation(x, point, sim_volume_error(v));
-	else
-		judge(x, v, point);
+	struct sim_crash_pick picks[64];
+	struct sim_crash_pick *pk = nc <= 64 ? picks : calloc(nc, sizeof(*pk));
+	enum explore_verdict verdict = EXPLORE_OK;
+	if (!pk) {
+		snprintf(why, whylen, "out of memory");
+		verdict = EXPLORE_MOUNT;
+	}
+	for (unsigned d = 0; pk && d < sim_volume_ndisks(v) && verdict == EXPLORE_OK; d++) {
+		size_t n = 0;
+		for (size_t j = 0; j < nc; j++)
+			if (p[c[j].i].disk == d)
+				pk[n++] = (struct sim_crash_pick){ p[c[j].i].seq, 0, c[j].count };
+		struct sim_crash_spec cs = { .policy = SIM_CRASH_EXPLICIT, .picks = pk, .npicks = n };
+		if (sim_disk_crash(v, d, &cs, NULL)) {
+			snprintf(why, whylen, "crashing disk %u: %s", d, sim_volume_error(v));
+			verdict = EXPLORE_MOUNT;
+		}
+	}
+	if (pk && pk != picks)
+		free(pk);
+	if (verdict == EXPLORE_OK)
+		verdict = explore_judge(x, v, point, why, whylen);
 	sim_volume_close(v);
+	return verdict;
+}
+
+/* Drops chosen writes one at a time while the state stays a violation of
+ * the same kind: the persisted writes a reproducer needs (delta debugging's
+ * one-minimal reduction over the picks). */
+static size_t minimize(struct ex *x, sim_volume *cursor, size_t point, const struct pend *p,
+		       struct choice *c, size_t nc, enum explore_verdict want)
+{
+	char why[4096];
+	struct choice *t = malloc((nc ? nc : 1) * sizeof(*t));
+	if (!t)
+		return nc;
+	for (size_t drop = 0; drop < nc;) {
+		size_t n = 0;
+		for (size_t j = 0; j < nc; j++)
+			if (j != drop)
+				t[n++] = c[j];
+		if (crash_with(x, cursor, point, p, t, n, why, sizeof(why)) == want) {
+			memcpy(c, t, n * sizeof(*t));
+			nc = n;
+		} else {
+			drop++;
+		}
+	}
+	free(t);
+	return nc;
+}
+
+static void state(struct ex *x, sim_volume *cursor, size_t point, const struct pend *p, size_t np,
+		  struct choice *c, size_t nc)
+{
+	char why[4096], picks[512];
+	enum explore_verdict v = crash_with(x, cursor, point, p, c, nc, why, sizeof(why));
+	struct explore_result *res = x->res;
+	size_t k = res->states++;
+	picks_text(p, np, c, nc, picks, sizeof(picks));
+	if (v == EXPLORE_DETECTED)
+		res->detected++;
+	if (v != EXPLORE_OK && v != EXPLORE_DETECTED && res->violations++ == 0) {
+		char minimal[512];
+		snprintf(minimal, sizeof(minimal), "%s", picks);
+		if (x->o->minimize_picks) {
+			size_t m = minimize(x, cursor, point, p, c, nc, v);
+			picks_text(p, np, c, m, minimal, sizeof(minimal));
+		}
+		res->violation_k = k;
+		res->violation_point = point;
+		res->violation_verdict = v;
+		snprintf(res->violation_picks, sizeof(res->violation_picks), "%s", minimal);
+		char also[560] = "";
+		if (strcmp(minimal, picks))
+			snprintf(also, sizeof(also), " (minimal: %s)", minimal);
+		snprintf(res->violation, sizeof(res->violation),
+			 "crash state %zu: crash at IO %zu, persisted writes %s%s: %s: %.2900s", k, point,
+			 picks, also, explore_verdict_name(v), why);
+		if (x->o->stop_first)
+			x->stop = true;
+	}
+	if (x->o->sink && x->o->sink->state) {
+		struct explore_state st = { k, point, picks, v, v == EXPLORE_OK ? "" : why };
+		if (x->o->sink->state(x->o->sink->ctx, &st))
+			x->stop = true;
+	}
+}
+
+/* Every volatile write of every disk, disk by disk in submission order. */
+static struct pend *pending(sim_volume *cursor, size_t *np)
+{
+	size_t total = 0, n;
+	for (unsigned d = 0; d < sim_volume_ndisks(cursor); d++) {
+		sim_disk_pending(cursor, d, &n);
+		total += n;
+	}
+	struct pend *p = calloc(total ? total : 1, sizeof(*p));
+	if (!p)
+		return NULL;
+	size_t k = 0;
+	for (unsigned d = 0; d < sim_volume_ndisks(cursor); d++) {
+		const struct sim_pending *sp = sim_disk_pending(cursor, d, &n);
+		for (size_t i = 0; i < n; i++)
+			p[k++] = (struct pend){ d, i, sp[i].seq, sp[i].nsectors, sp[i].discard };
+	}
+	*np = total;
+	return p;
 }
 
 static void explore_point(struct ex *x, sim_volume *cursor, size_t point)
 {
-	size_t np;
-	const struct sim_pending *p = sim_disk_pending(cursor, 0, &np);
-	struct sim_crash_pick *picks = calloc(np ? np : 1, sizeof(*picks));
-	struct sim_pending *pend = np ? malloc(np * sizeof(*pend)) : NULL;
-	if (!picks || (np && !pend)) {
-		free(picks);
-		free(pend);
-		violation(x, point, "out of memory");
+	size_t np = 0;
+	struct pend *p = pending(cursor, &np);
+	struct choice *c = calloc(np ? np : 1, sizeof(*c));
+	if (!p || !c) {
+		free(p);
+		free(c);
+		x->res->violations++;
+		snprintf(x->res->violation, sizeof(x->res->violation), "out of memory");
+		x->stop = true;
 		return;
 	}
-	if (np)
-		memcpy(pend, p, np * sizeof(*pend));
 	x->res->crash_points++;
 	if (x->o->log)
 		fprintf(x->o->log, "crash point at IO %zu: %zu volatile writes\n", point, np);
 	bool all = np <= x->o->max_subset;
 	uint64_t rounds = all ? UINT64_C(1) << np : (uint64_t)x->o->samples + 2;
-	for (uint64_t m = 0; m < rounds; m++) {
+	for (uint64_t m = 0; m < rounds && !x->stop; m++) {
 		size_t n = 0;
 		for (size_t i = 0; i < np; i++) {
 			bool keep = all ? (m >> i) & 1 : m == 0 ? false : m == 1 ? true : next(&x->rng) & 1;
 			if (keep)
-				picks[n++] = (struct sim_crash_pick){ pend[i].seq, 0, 0 };
+				c[n++] = (struct choice){ i, 0 };
 		}
-		crash_with(x, cursor, point, picks, n);
+		state(x, cursor, point, p, np, c, n);
 	}
 	/* Torn writes: one multi-sector write cut short, the writes before it kept. */
-	for (unsigned t = 0; t < x->o->torn && np; t++) {
+	for (unsigned t = 0; t < x->o->torn && np && !x->stop; t++) {
 		size_t k = (size_t)(next(&x->rng) % np);
-		if (pend[k].nsectors < 2 || pend[k].discard)
+		if (p[k].nsectors < 2 || p[k].discard)
 			continue;
 		size_t n = 0;
 		for (size_t i = 0; i < k; i++)
-			picks[n++] = (struct sim_crash_pick){ pend[i].seq, 0, 0 };
-		uint32_t cnt = 1 + (uint32_t)(next(&x->rng) % (pend[k].nsectors - 1));
-		picks[n++] = (struct sim_crash_pick){ pend[k].seq, 0, cnt };
-		crash_with(x, cursor, point, picks, n);
+			c[n++] = (struct choice){ i, 0 };
+		c[n++] = (struct choice){ k, 1 + (uint32_t)(next(&x->rng) % (p[k].nsectors - 1)) };
+		state(x, cursor, point, p, np, c, n);
 	}
-	free(picks);
-	free(pend);
+	free(p);
+	free(c);
 }
 
-static int replay_one(sim_volume *v, const struct sim_io *io, uint32_t sector)
+/* A write as the disk stored it: misdirected to fault_arg, or with the bit
+ * fault_arg flipped (a flip of several bits logs its first only). */
+static int replay_write(sim_volume *v, const struct sim_io *io, uint32_t sector)
 {
+	size_t len = (size_t)io->nsectors * sector;
+	uint64_t at = io->fault == SIM_FAULT_MISDIRECT ? io->fault_arg : io->sector;
+	unsigned flags = io->kind == SIM_IO_WRITE_FUA ? SIM_FUA : 0;
+	if (!io->payload)
+		return -EINVAL;
+	if (io->fault != SIM_FAULT_FLIP_ON_WRITE || io->fault_arg / 8 >= len)
+		return sim_write(v, io->disk, at * sector, io->payload, len, flags);
+	uint8_t *copy = malloc(len);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, io->payload, len);
+	copy[io->fault_arg / 8] ^= (uint8_t)(1u << (io->fault_arg % 8));
+	int r = sim_write(v, io->disk, at * sector, copy, len, flags);
+	free(copy);
+	return r;
+}
+
+int explore_replay_io(sim_volume *v, const struct sim_io *io)
+{
+	/* The requests that change a disk, as they acted: a failed request or a
+	 * write a fault lost changed nothing. */
+	if (io->status || io->fault == SIM_FAULT_LOST_WRITE)
+		return 0;
+	uint32_t sector = sim_disk_sector_size(v, io->disk);
 	switch (io->kind) {
 	case SIM_IO_WRITE:
-	case SIM_IO_WRITE_FUA:
-		return sim_write(v, io->disk, io->sector * sector, io->payload,
-				 (size_t)io->nsectors * sector, io->kind == SIM_IO_WRITE_FUA ? SIM_FUA : 0);
+	case SIM_IO_WRITE_FUA: return replay_write(v, io, sector);
 	case SIM_IO_FLUSH: return sim_flush(v, io->disk);
-	case SIM_IO_DISCARD: return sim_discard(v, io->disk, io->sector * sector,
-						(size_t)io->nsectors * sector);
+	case SIM_IO_DISCARD:
+		return sim_discard(v, io->disk, io->sector * sector, (size_t)io->nsectors * sector);
+	case SIM_IO_FAULT:
+		if (io->fault == SIM_FAULT_FLIP_AT_REST)
+			return sim_disk_flip_bit(v, io->disk, io->sector, (uint32_t)io->fault_arg);
+		if (io->fault == SIM_FAULT_LATENT)
+			return sim_disk_add_latent(v, io->disk, io->sector, io->nsectors);
+		if (io->fault == SIM_FAULT_DEVICE_LOSS)
+			return sim_disk_lose(v, io->disk);
+		return 0;
 	default: return 0;
 	}
 }
 
-static int explore_log(struct ex *x, sim_volume *base, const struct sim_io *log, size_t n,
-		       char *err, size_t errlen)
+static bool crash_point(const struct sim_io *io)
+{
+	return io->kind == SIM_IO_FLUSH || io->kind == SIM_IO_WRITE_FUA;
+}
+
+static int explore_log(struct ex *x, sim_volume *base, const struct sim_io *log, size_t first,
+		       size_t n, char *err, size_t errlen)
 {
 	sim_volume *cursor;
 	if (sim_volume_clone(base, &cursor))
 		return fail(err, errlen, ENOMEM, "%s", "cloning the volume failed");
 	sim_volume_set_recording(cursor, false);
 	int r = 0;
-	for (size_t i = 0; i < n && !r; i++) {
-		if (log[i].kind == SIM_IO_FLUSH || log[i].kind == SIM_IO_WRITE_FUA)
+	size_t from = first;
+	if (x->o->skip_ops && x->o->skip_ops < x->nspans)
+		from = x->spans[x->o->skip_ops].start;
+	for (size_t i = first; i < n && !r && !x->stop; i++) {
+		if (i >= from && crash_point(&log[i]))
 			explore_point(x, cursor, i);
-		if (log[i].status == 0 && (r = replay_one(cursor, &log[i], x->sector)))
+		if ((r = explore_replay_io(cursor, &log[i])))
 			snprintf(err, errlen, "replaying IO %zu: %s", i, sim_volume_error(cursor));
 		if (i % 4096 == 0)
 			sim_volume_log_clear(cursor);
 	}
-	if (!r)
+	if (!r && !x->stop)
 		explore_point(x, cursor, n);
 	sim_volume_close(cursor);
 	return r;
+}
+
+/* Blank disks, then mkfs, flushed: *mkfs_ios entries of the log. */
+static int make_volume(const struct explore_opts *o, sim_volume **out, size_t *mkfs_ios,
+		       char *err, size_t errlen)
+{
+	struct sim_volume_config cfg;
+	sim_config_init(&cfg, o->ndisks, o->disk_size, o->seed);
+	memset(&cfg.latency, 0, sizeof(cfg.latency));
+	cfg.record_payloads = true;
+	sim_volume *vol;
+	if (sim_volume_open(&cfg, &vol, err, errlen))
+		return -EINVAL;
+	struct ref_mkfs_opts mk;
+	ref_mkfs_defaults(&mk);
+	mk.seed = o->seed;
+	mk.time = 1700000000;
+	mk.nodesize = o->nodesize;
+	mk.data_profile = o->data_profile;
+	mk.meta_profile = o->meta_profile;
+	int r = ref_mkfs(vol, &mk, NULL, err, errlen);
+	for (unsigned d = 0; !r && d < o->ndisks; d++)
+		if (sim_flush(vol, d))
+			r = fail(err, errlen, EIO, "%s", sim_volume_error(vol));
+	if (r) {
+		sim_volume_close(vol);
+		return r;
+	}
+	sim_volume_log(vol, mkfs_ios);
+	*out = vol;
+	return 0;
 }
 
 int explore_run(const struct wl_workload *w, const struct explore_opts *o,
@@ -335,30 +434,20 @@ int explore_run(const struct wl_workload *w, const struct explore_opts *o,
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	memset(res, 0, sizeof(*res));
 	struct ex x = { .o = o, .res = res, .w = w, .rng = o->seed, .sector = 4096 };
-	struct sim_volume_config cfg;
-	sim_config_init(&cfg, 1, o->disk_size, o->seed);
-	memset(&cfg.latency, 0, sizeof(cfg.latency));
-	cfg.record_payloads = true;
 	sim_volume *vol = NULL, *base = NULL;
-	int r = sim_volume_open(&cfg, &vol, err, errlen) ? -EIO : 0;
-	struct ref_mkfs_opts mk;
-	ref_mkfs_defaults(&mk);
-	mk.seed = o->seed;
-	mk.time = 1700000000;
-	mk.nodesize = o->nodesize;
-	if (!r && ref_mkfs(vol, &mk, NULL, err, errlen))
-		r = -EIO;
-	if (!r && (sim_flush(vol, 0) || sim_volume_clone(vol, &base)))
-		r = fail(err, errlen, EIO, "%s", sim_volume_error(vol));
-	if (!r) {
-		sim_volume_log_clear(vol);
+	size_t mkfs_ios = 0;
+	int r = make_volume(o, &vol, &mkfs_ios, err, errlen);
+	if (!r && sim_volume_clone(vol, &base))
+		r = fail(err, errlen, ENOMEM, "%s", "cloning the volume failed");
+	if (!r)
 		r = record(&x, vol, err, errlen);
-	}
-	if (!r) {
-		size_t n;
-		const struct sim_io *log = sim_volume_log(vol, &n);
-		r = explore_log(&x, base, log, n, err, errlen);
-	}
+	size_t n = 0;
+	const struct sim_io *log = vol ? sim_volume_log(vol, &n) : NULL;
+	if (!r && o->sink && o->sink->recorded &&
+	    o->sink->recorded(o->sink->ctx, log, n, mkfs_ios, res->results, w->n))
+		r = fail(err, errlen, EIO, "%s", "recording the run failed");
+	if (!r)
+		r = explore_log(&x, base, log, mkfs_ios, n, err, errlen);
 	for (size_t j = 0; x.snaps && j <= w->n + 1; j++)
 		free(x.snaps[j]);
 	free(x.snaps);

@@ -1,44 +1,110 @@
 /*
  * explore.h - crash-state exploration: a workload runs on ref over memory
- * disks with every write recorded; then the recorded IO is replayed onto a
- * copy of the disks as they were before it, and at every crash point (before
- * each flush and each FUA write, and at the end) the volatile writes of that
- * moment are kept or dropped in every combination (all subsets up to K of
- * them, seeded samples beyond, and torn multi-sector writes).  Each crash
- * state must mount, check clean and show a state the oracle allows: the
- * model's state after some operation between the last completed persistence
- * operation (fsync, fdatasync, sync) and the last one started.
+ * disks with every request recorded (mkfs included, from blank disks); then
+ * the recorded IO is replayed onto a copy of the disks as mkfs left them, and
+ * at every crash point (before each flush and each FUA write on any disk, and
+ * at the end) the volatile writes of that moment are kept or dropped in every
+ * combination (all subsets while there are at most K of them, seeded samples
+ * beyond, and torn multi-sector writes).  On a volume of several disks each
+ * disk's cache is crashed independently: the combinations range over the
+ * volatile writes of every disk together.  Each crash state must mount, check
+ * clean and show a state the oracle allows: the model's state after some
+ * operation between the last completed persistence operation (fsync,
+ * fdatasync, sync) and the last one started.
+ *
+ * A crash state is named by its crash point (the index in the IO log of the
+ * first request that did not happen) and its picks, the volatile writes that
+ * persisted, as text: for each disk that had volatile writes, "DISK:" and the
+ * positions of the kept writes in that disk's list of volatile writes
+ * (submission order, from 0), "-" for none; a torn write is "POS+SECTORS",
+ * its first SECTORS sectors kept.  "0:0,2,5+3 1:-".  The same IO log and the
+ * same picks rebuild the same disks (traces/replay.h).
  */
 #ifndef BTRSIM_TRACES_EXPLORE_H
 #define BTRSIM_TRACES_EXPLORE_H
 
+#include "sim/sim.h"
 #include "traces/workload.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
+struct fault_plan;
+
+/* How a crash state came out. */
+enum explore_verdict {
+	EXPLORE_OK,       /* mounted, checked clean, a legal state */
+	EXPLORE_MOUNT,    /* ref could not mount it */
+	EXPLORE_CHECK,    /* btrsim check found errors */
+	EXPLORE_READ,     /* reading the recovered tree failed */
+	EXPLORE_ORACLE,   /* consistent, but not a state the oracle allows */
+	EXPLORE_DETECTED, /* corruption a fault plan injected, and detected: not a violation */
+	EXPLORE_NVERDICTS
+};
+/* "ok", "mount", "check", "read", "oracle", "detected". */
+const char *explore_verdict_name(enum explore_verdict v);
+
+/* One judged crash state, as the sink sees it. */
+struct explore_state {
+	size_t k;          /* its number in the run, from 0 */
+	size_t point;      /* crash point: index in the IO log */
+	const char *picks; /* as described above */
+	enum explore_verdict verdict;
+	const char *detail; /* why, for any verdict but ok ("" for ok) */
+};
+
+/* Where a recorded run goes (traces/store.h records into the database). */
+struct explore_sink {
+	void *ctx;
+	/* Once the workload has run: the IO log from blank disks (mkfs is the
+	 * first `mkfs_ios` entries) and every op's result (0 or a positive errno). */
+	int (*recorded)(void *ctx, const struct sim_io *log, size_t n, size_t mkfs_ios,
+			const int *results, size_t nops);
+	/* Each crash state as it is judged.  A nonzero return stops the run. */
+	int (*state)(void *ctx, const struct explore_state *st);
+};
+
 struct explore_opts {
-	uint64_t seed;       /* the sampling and tearing choices */
+	uint64_t seed;       /* the sampling and tearing choices, and mkfs's uuids */
 	unsigned max_subset; /* all subsets while at most this many writes are volatile (10) */
 	unsigned samples;    /* random subsets beyond that (64) */
 	unsigned torn;       /* states with one write torn, per crash point (4) */
-	uint64_t disk_size;  /* bytes (512 MiB) */
+	uint64_t disk_size;  /* bytes per disk (512 MiB) */
 	uint32_t nodesize;   /* of the new file system (16 KiB) */
+	unsigned ndisks;     /* disks of the volume (1) */
+	uint64_t data_profile, meta_profile; /* BTRFS_BLOCK_GROUP_* for mkfs (single, DUP) */
+	size_t skip_ops;     /* no crash points in the IO of the first skip_ops ops (a setup) */
+	bool stop_first;     /* stop at the first violation (minimization) */
+	bool minimize_picks; /* reduce the first violation's picks to a minimal set (true) */
+	const struct fault_plan *faults; /* armed while the workload runs (NULL: none) */
+	const struct explore_sink *sink; /* NULL: nothing recorded */
 	FILE *log;           /* one line per crash point (NULL: quiet) */
 };
 void explore_defaults(struct explore_opts *o);
 
 struct explore_result {
-	size_t ops, crash_points, states, violations;
+	size_t ops, crash_points, states, violations, detected;
 	double seconds;
-	char violation[4096]; /* the first one: where, and the diff */
+	/* The first violation: its state, verdict and picks (minimized when
+	 * minimize_picks is set), and the text: where, and the diff. */
+	size_t violation_k, violation_point;
+	enum explore_verdict violation_verdict;
+	char violation_picks[512];
+	char violation[4096];
+	int *results;        /* each op's result (0 or a positive errno); free() it */
 };
 
 /* Runs w and explores its crash states.  Returns 0 when every state is
  * consistent, 1 when some is not (res->violation says which), or -errno
- * when the exploration itself could not run (message in err). */
+ * when the exploration itself could not run (message in err).  Free
+ * res->results afterwards, whatever the return. */
 int explore_run(const struct wl_workload *w, const struct explore_opts *o,
 		struct explore_result *res, char *err, size_t errlen);
+
+/* Re-issues one recorded request that changes a disk (write, FUA write,
+ * flush, discard; a failed or lost one changes nothing) on v: how the
+ * explorer and traces/replay.c rebuild disks from an IO log.  0 or -errno. */
+int explore_replay_io(sim_volume *v, const struct sim_io *io);
 
 #endif

@@ -1,5 +1,5 @@
 /* store.c - the SQLite trace store (store.h; traces/README.md, "Trace store"). */
-#include "traces/store.h"
+#include "traces/store_internal.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -9,11 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-struct store {
-	sqlite3 *db;
-	char *path;
-};
 
 /*
  * The migrations: migrations[v] takes a database from version v to v + 1.
@@ -46,10 +41,77 @@ static const char *const migrations[STORE_VERSION] = {
 	"  run_id INTEGER REFERENCES runs(id),"
 	"  description TEXT NOT NULL);"
 	"CREATE INDEX violations_run ON violations(run_id);",
+	/* 1 -> 2: everything needed to rebuild a run: its configuration, IO log,
+	 * payloads, op results and crash states; campaigns; reproducers. */
+	"CREATE TABLE campaigns ("
+	"  id INTEGER PRIMARY KEY,"
+	"  args TEXT NOT NULL,"        /* the command line, as given */
+	"  seed INTEGER,"
+	"  build TEXT,"
+	"  started TEXT,"
+	"  ended TEXT,"
+	"  workloads INTEGER,"
+	"  states INTEGER,"
+	"  violations INTEGER,"
+	"  seconds REAL,"
+	"  status INTEGER);"
+	"ALTER TABLE runs ADD COLUMN campaign_id INTEGER REFERENCES campaigns(id);"
+	"ALTER TABLE runs ADD COLUMN ndisks INTEGER;"
+	"ALTER TABLE runs ADD COLUMN disk_size INTEGER;"
+	"ALTER TABLE runs ADD COLUMN nodesize INTEGER;"
+	"ALTER TABLE runs ADD COLUMN data_profile INTEGER;"
+	"ALTER TABLE runs ADD COLUMN meta_profile INTEGER;"
+	"ALTER TABLE runs ADD COLUMN max_subset INTEGER;"
+	"ALTER TABLE runs ADD COLUMN samples INTEGER;"
+	"ALTER TABLE runs ADD COLUMN torn INTEGER;"
+	"ALTER TABLE runs ADD COLUMN skip_ops INTEGER;"  /* a setup whose IO is not crashed */
+	"ALTER TABLE runs ADD COLUMN faults TEXT;"     /* the fault plan's canonical text */
+	"ALTER TABLE runs ADD COLUMN mkfs_ios INTEGER;"/* the first IOs of the log are mkfs's */
+	"ALTER TABLE runs ADD COLUMN detected INTEGER;"
+	"CREATE INDEX runs_campaign ON runs(campaign_id);"
+	"CREATE TABLE payloads ("
+	"  hash BLOB PRIMARY KEY,"     /* XXH3-128 of the bytes, big-endian */
+	"  len INTEGER NOT NULL,"
+	"  zdata BLOB NOT NULL"        /* zlib (compress2) of the bytes */
+	") WITHOUT ROWID;"
+	"CREATE TABLE io ("
+	"  run_id INTEGER NOT NULL REFERENCES runs(id),"
+	"  idx INTEGER NOT NULL,"      /* position in the run's log, from 0 */
+	"  seq INTEGER NOT NULL,"
+	"  disk INTEGER NOT NULL,"
+	"  kind TEXT NOT NULL,"        /* read write write-fua flush discard fault crash replace */
+	"  sector INTEGER NOT NULL,"
+	"  nsectors INTEGER NOT NULL,"
+	"  epoch INTEGER NOT NULL,"
+	"  status INTEGER NOT NULL,"   /* 0 or a negative errno */
+	"  fault TEXT,"                /* the sim fault that acted on it */
+	"  fault_arg INTEGER,"
+	"  csum INTEGER NOT NULL,"     /* XXH3-64 of the data, as sim logs it */
+	"  payload BLOB REFERENCES payloads(hash),"
+	"  PRIMARY KEY (run_id, idx)) WITHOUT ROWID;"
+	"CREATE TABLE results ("
+	"  run_id INTEGER NOT NULL REFERENCES runs(id),"
+	"  idx INTEGER NOT NULL,"      /* the op's position in the workload, from 0 */
+	"  line INTEGER,"
+	"  op TEXT NOT NULL,"          /* the op in the workload language */
+	"  result TEXT NOT NULL,"      /* 0 or an errno name */
+	"  PRIMARY KEY (run_id, idx)) WITHOUT ROWID;"
+	"CREATE TABLE crash_states ("
+	"  run_id INTEGER NOT NULL REFERENCES runs(id),"
+	"  k INTEGER NOT NULL,"        /* the state's number in its run */
+	"  point INTEGER NOT NULL,"    /* crash point: the io.idx of the first lost request */
+	"  picks TEXT NOT NULL,"       /* the volatile writes that persisted (traces/explore.h) */
+	"  verdict TEXT NOT NULL,"     /* ok mount check read oracle detected */
+	"  detail TEXT,"
+	"  PRIMARY KEY (run_id, k)) WITHOUT ROWID;"
+	"ALTER TABLE violations ADD COLUMN state_k INTEGER;"
+	"ALTER TABLE violations ADD COLUMN point INTEGER;"
+	"ALTER TABLE violations ADD COLUMN picks TEXT;"      /* minimized */
+	"ALTER TABLE violations ADD COLUMN verdict TEXT;"
+	"ALTER TABLE violations ADD COLUMN reproducer TEXT;",/* a workload file */
 };
 
-__attribute__((format(printf, 3, 4)))
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
+void store_seterr(char *err, size_t errlen, const char *fmt, ...)
 {
 	if (!err || !errlen)
 		return;
@@ -60,22 +122,22 @@ static void seterr(char *err, size_t errlen, const char *fmt, ...)
 }
 
 /* "PATH: what failed: SQLite's message", with a plainer word for the usual causes. */
-static void db_err(const struct store *s, const char *what, char *err, size_t errlen)
+void store_db_err(const struct store *s, const char *what, char *err, size_t errlen)
 {
 	int code = sqlite3_errcode(s->db) & 0xff;
 	const char *msg = sqlite3_errmsg(s->db);
 	if (code == SQLITE_NOTADB)
-		seterr(err, errlen, "%s: not an SQLite trace database (%s)", s->path, msg);
+		store_seterr(err, errlen, "%s: not an SQLite trace database (%s)", s->path, msg);
 	else if (code == SQLITE_CORRUPT)
-		seterr(err, errlen, "%s: corrupt trace database (%s)", s->path, msg);
+		store_seterr(err, errlen, "%s: corrupt trace database (%s)", s->path, msg);
 	else
-		seterr(err, errlen, "%s: %s: %s", s->path, what, msg);
+		store_seterr(err, errlen, "%s: %s: %s", s->path, what, msg);
 }
 
-static int exec(struct store *s, const char *sql, const char *what, char *err, size_t errlen)
+int store_exec(struct store *s, const char *sql, const char *what, char *err, size_t errlen)
 {
 	if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK) {
-		db_err(s, what, err, errlen);
+		store_db_err(s, what, err, errlen);
 		return -1;
 	}
 	return 0;
@@ -89,7 +151,7 @@ static int query_int(struct store *s, const char *sql, int64_t *out, char *err, 
 	if (rc == SQLITE_OK)
 		rc = sqlite3_step(st);
 	if (rc != SQLITE_ROW) {
-		db_err(s, sql, err, errlen);
+		store_db_err(s, sql, err, errlen);
 		sqlite3_finalize(st);
 		return -1;
 	}
@@ -101,14 +163,14 @@ static int query_int(struct store *s, const char *sql, int64_t *out, char *err, 
 static int check_version(struct store *s, int64_t v, char *err, size_t errlen)
 {
 	if (v > STORE_VERSION) {
-		seterr(err, errlen,
+		store_seterr(err, errlen,
 		       "%s: trace database version %lld is newer than this btrsim knows (%d); "
 		       "use a newer btrsim",
 		       s->path, (long long)v, STORE_VERSION);
 		return -1;
 	}
 	if (v < 0) {
-		seterr(err, errlen, "%s: not a btrsim trace database (user_version %lld)", s->path,
+		store_seterr(err, errlen, "%s: not a btrsim trace database (user_version %lld)", s->path,
 		       (long long)v);
 		return -1;
 	}
@@ -121,23 +183,23 @@ static int check_version(struct store *s, int64_t v, char *err, size_t errlen)
 static int migrate(struct store *s, char *err, size_t errlen)
 {
 	int64_t v;
-	if (exec(s, "BEGIN IMMEDIATE", "begin", err, errlen))
+	if (store_exec(s, "BEGIN IMMEDIATE", "begin", err, errlen))
 		return -1;
 	if (query_int(s, "PRAGMA user_version", &v, err, errlen) ||
 	    check_version(s, v, err, errlen))
 		goto fail;
 	if (v == STORE_VERSION)
-		return exec(s, "COMMIT", "commit", err, errlen);
+		return store_exec(s, "COMMIT", "commit", err, errlen);
 	for (; v < STORE_VERSION; v++) {
 		char what[64];
 		snprintf(what, sizeof(what), "migration %lld to %lld", (long long)v,
 			 (long long)v + 1);
-		if (exec(s, migrations[v], what, err, errlen))
+		if (store_exec(s, migrations[v], what, err, errlen))
 			goto fail;
 	}
 	char sql[64]; /* a constant of this code, not user data: PRAGMA takes no parameters */
 	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", STORE_VERSION);
-	if (exec(s, sql, "set version", err, errlen) || exec(s, "COMMIT", "commit", err, errlen))
+	if (store_exec(s, sql, "set version", err, errlen) || store_exec(s, "COMMIT", "commit", err, errlen))
 		goto fail;
 	return 0;
 fail:
@@ -151,21 +213,21 @@ static int open_store(const char *path, int create, struct store **out, char *er
 	*out = NULL;
 	struct stat sb;
 	if (!create && stat(path, &sb) && errno == ENOENT) {
-		seterr(err, errlen, "%s: no such trace database", path);
+		store_seterr(err, errlen, "%s: no such trace database", path);
 		return -1;
 	}
 	struct store *s = calloc(1, sizeof(*s));
 	if (!s || !(s->path = strdup(path))) {
 		free(s);
-		seterr(err, errlen, "%s: out of memory", path);
+		store_seterr(err, errlen, "%s: out of memory", path);
 		return -1;
 	}
 	int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
 	if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
 		if (s->db)
-			seterr(err, errlen, "%s: cannot open: %s", path, sqlite3_errmsg(s->db));
+			store_seterr(err, errlen, "%s: cannot open: %s", path, sqlite3_errmsg(s->db));
 		else
-			seterr(err, errlen, "%s: out of memory", path);
+			store_seterr(err, errlen, "%s: out of memory", path);
 		goto fail;
 	}
 	sqlite3_extended_result_codes(s->db, 1);
@@ -181,19 +243,19 @@ static int open_store(const char *path, int create, struct store **out, char *er
 	if (rc == SQLITE_OK)
 		rc = sqlite3_step(st);
 	if (rc != SQLITE_ROW) {
-		db_err(s, "journal_mode=WAL", err, errlen);
+		store_db_err(s, "journal_mode=WAL", err, errlen);
 		sqlite3_finalize(st);
 		goto fail;
 	}
 	const char *mode = (const char *)sqlite3_column_text(st, 0);
 	if (!mode || strcmp(mode, "wal")) {
-		seterr(err, errlen, "%s: cannot use WAL mode (journal mode is %s)", path,
+		store_seterr(err, errlen, "%s: cannot use WAL mode (journal mode is %s)", path,
 		       mode ? mode : "unknown");
 		sqlite3_finalize(st);
 		goto fail;
 	}
 	sqlite3_finalize(st);
-	if (exec(s, "PRAGMA foreign_keys=ON", "foreign_keys", err, errlen) ||
+	if (store_exec(s, "PRAGMA foreign_keys=ON", "foreign_keys", err, errlen) ||
 	    migrate(s, err, errlen))
 		goto fail;
 	*out = s;
@@ -223,7 +285,7 @@ void store_close(struct store *s)
 }
 
 /* The text of w as wl_print writes it (malloc'd, *len bytes) and its SHA-256 in hex. */
-static int workload_text(const struct wl_workload *w, char **text, size_t *len,
+int store_workload_text(const struct wl_workload *w, char **text, size_t *len,
 			 char hex[crypto_hash_sha256_BYTES * 2 + 1])
 {
 	*text = NULL;
@@ -246,113 +308,29 @@ static int workload_text(const struct wl_workload *w, char **text, size_t *len,
 }
 
 /* Prepares sql into *st; on failure sets err. */
-static int prep(struct store *s, const char *sql, sqlite3_stmt **st, char *err, size_t errlen)
+int store_prep(struct store *s, const char *sql, sqlite3_stmt **st, char *err, size_t errlen)
 {
 	if (sqlite3_prepare_v2(s->db, sql, -1, st, NULL) != SQLITE_OK) {
-		db_err(s, "prepare", err, errlen);
+		store_db_err(s, "prepare", err, errlen);
 		return -1;
 	}
 	return 0;
 }
 
 /* Steps st once, expecting `want` (SQLITE_DONE or SQLITE_ROW). */
-static int step(struct store *s, sqlite3_stmt *st, int want, const char *what, char *err,
+int store_step(struct store *s, sqlite3_stmt *st, int want, const char *what, char *err,
 		size_t errlen)
 {
 	if (sqlite3_step(st) != want) {
-		db_err(s, what, err, errlen);
+		store_db_err(s, what, err, errlen);
 		return -1;
 	}
 	return 0;
 }
 
-static int bind_text(sqlite3_stmt *st, int i, const char *t)
+int store_bind_text(sqlite3_stmt *st, int i, const char *t)
 {
 	return t ? sqlite3_bind_text(st, i, t, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, i);
-}
-
-int store_record_explore(struct store *s, const struct wl_workload *w, uint64_t seed,
-			 const char *build, const char *config, const struct explore_result *res,
-			 int status, const char *started, const char *ended, int64_t *run_id,
-			 char *err, size_t errlen)
-{
-	char *text, hex[crypto_hash_sha256_BYTES * 2 + 1];
-	size_t len;
-	int r = workload_text(w, &text, &len, hex);
-	if (r) {
-		seterr(err, errlen, "%s: cannot print the workload: %s", s->path, strerror(-r));
-		return -1;
-	}
-	if (len > INT_MAX) {
-		seterr(err, errlen, "%s: the workload's text is too long to store", s->path);
-		free(text);
-		return -1;
-	}
-	sqlite3_stmt *ins_wl = NULL, *get_wl = NULL, *ins_run = NULL, *ins_viol = NULL;
-	int ret = -1;
-	if (exec(s, "BEGIN IMMEDIATE", "begin", err, errlen))
-		goto out;
-	if (prep(s, "INSERT OR IGNORE INTO workloads(hash, text) VALUES (?1, ?2)", &ins_wl, err,
-		 errlen) ||
-	    prep(s, "SELECT id FROM workloads WHERE hash = ?1", &get_wl, err, errlen) ||
-	    prep(s,
-		 "INSERT INTO runs(kind, seed, build, config, workload_id, started, ended, ops,"
-		 " crash_points, states, violations, seconds, status)"
-		 " VALUES ('explore', ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-		 &ins_run, err, errlen) ||
-	    prep(s, "INSERT INTO violations(run_id, description) VALUES (?1, ?2)", &ins_viol, err,
-		 errlen))
-		goto rollback;
-
-	sqlite3_bind_text(ins_wl, 1, hex, -1, SQLITE_STATIC);
-	sqlite3_bind_text(ins_wl, 2, text ? text : "", (int)len, SQLITE_STATIC);
-	if (step(s, ins_wl, SQLITE_DONE, "insert workload", err, errlen))
-		goto rollback;
-	sqlite3_bind_text(get_wl, 1, hex, -1, SQLITE_STATIC);
-	if (step(s, get_wl, SQLITE_ROW, "find workload", err, errlen))
-		goto rollback;
-	int64_t wid = sqlite3_column_int64(get_wl, 0);
-
-	/* A seed above INT64_MAX is stored as its two's-complement int64. */
-	sqlite3_bind_int64(ins_run, 1, (int64_t)seed);
-	bind_text(ins_run, 2, build);
-	bind_text(ins_run, 3, config);
-	sqlite3_bind_int64(ins_run, 4, wid);
-	bind_text(ins_run, 5, started);
-	bind_text(ins_run, 6, ended);
-	sqlite3_bind_int64(ins_run, 7, (int64_t)res->ops);
-	sqlite3_bind_int64(ins_run, 8, (int64_t)res->crash_points);
-	sqlite3_bind_int64(ins_run, 9, (int64_t)res->states);
-	sqlite3_bind_int64(ins_run, 10, (int64_t)res->violations);
-	sqlite3_bind_double(ins_run, 11, res->seconds);
-	sqlite3_bind_int(ins_run, 12, status);
-	if (step(s, ins_run, SQLITE_DONE, "insert run", err, errlen))
-		goto rollback;
-	int64_t id = sqlite3_last_insert_rowid(s->db);
-
-	/* explore_result keeps the text of the first violation only. */
-	if (res->violations > 0) {
-		size_t vlen = strnlen(res->violation, sizeof(res->violation));
-		sqlite3_bind_int64(ins_viol, 1, id);
-		sqlite3_bind_text(ins_viol, 2, res->violation, (int)vlen, SQLITE_STATIC);
-		if (step(s, ins_viol, SQLITE_DONE, "insert violation", err, errlen))
-			goto rollback;
-	}
-	if (exec(s, "COMMIT", "commit", err, errlen))
-		goto rollback;
-	if (run_id)
-		*run_id = id;
-	ret = 0;
-	goto out;
-rollback:
-	sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-out:
-	sqlite3_finalize(ins_wl);
-	sqlite3_finalize(get_wl);
-	sqlite3_finalize(ins_run);
-	sqlite3_finalize(ins_viol);
-	free(text);
-	return ret;
 }
 
 static const char *col_text(sqlite3_stmt *st, int i)
@@ -361,30 +339,33 @@ static const char *col_text(sqlite3_stmt *st, int i)
 	return t ? t : "-";
 }
 
-int store_list_runs(struct store *s, FILE *out, char *err, size_t errlen)
+int store_list_runs(struct store *s, int64_t campaign_id, FILE *out, char *err, size_t errlen)
 {
 	sqlite3_stmt *st = NULL;
-	if (prep(s,
-		 "SELECT r.id, r.kind, r.started, substr(w.hash, 1, 12), r.ops, r.states,"
-		 " r.violations FROM runs r LEFT JOIN workloads w ON w.id = r.workload_id"
-		 " ORDER BY r.id",
+	if (store_prep(s,
+		 "SELECT r.id, r.kind, r.started, substr(w.hash, 1, 12), r.ops,"
+		 " (SELECT count(*) FROM io WHERE io.run_id = r.id), r.states, r.violations"
+		 " FROM runs r LEFT JOIN workloads w ON w.id = r.workload_id"
+		 " WHERE ?1 = 0 OR r.campaign_id = ?1 ORDER BY r.id",
 		 &st, err, errlen))
 		return -1;
-	fprintf(out, "%-6s %-8s %-20s %-12s %8s %10s %10s\n", "ID", "KIND", "STARTED",
-		"WORKLOAD", "OPS", "STATES", "VIOLATIONS");
+	sqlite3_bind_int64(st, 1, campaign_id);
+	fprintf(out, "%-6s %-8s %-20s %-12s %6s %8s %10s %10s\n", "ID", "KIND", "STARTED",
+		"WORKLOAD", "OPS", "IOS", "STATES", "VIOLATIONS");
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		fprintf(out, "%-6lld %-8s %-20s %-12s %8s %10s %10s\n",
+		fprintf(out, "%-6lld %-8s %-20s %-12s %6s %8s %10s %10s\n",
 			(long long)sqlite3_column_int64(st, 0), col_text(st, 1), col_text(st, 2),
-			col_text(st, 3), col_text(st, 4), col_text(st, 5), col_text(st, 6));
+			col_text(st, 3), col_text(st, 4), col_text(st, 5), col_text(st, 6),
+			col_text(st, 7));
 	if (rc != SQLITE_DONE) {
-		db_err(s, "list runs", err, errlen);
+		store_db_err(s, "list runs", err, errlen);
 		sqlite3_finalize(st);
 		return -1;
 	}
 	sqlite3_finalize(st);
 	if (fflush(out) || ferror(out)) {
-		seterr(err, errlen, "cannot write the list: %s", strerror(errno));
+		store_seterr(err, errlen, "cannot write the list: %s", strerror(errno));
 		return -1;
 	}
 	return 0;

@@ -22,8 +22,8 @@ out_has "^recorded as run 2 in $db\$"
 done_check
 
 run store-runs 0 "$BTRSIM" runs --db "$db"
-out_has '^ID +KIND +STARTED +WORKLOAD +OPS +STATES +VIOLATIONS$'
-out_has '^1 +explore +[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z +[0-9a-f]{12} +5 +[0-9]+ +0$'
+out_has '^ID +KIND +STARTED +WORKLOAD +OPS +IOS +STATES +VIOLATIONS$'
+out_has '^1 +explore +[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z +[0-9a-f]{12} +5 +[0-9]+ +[0-9]+ +0$'
 out_has '^2 +explore '
 [ "$(wc -l <"$OUT")" -eq 3 ] || fail "not a header and 2 runs: $(cat "$OUT" | tr '\n' '|')"
 hashes=$(awk 'NR > 1 { print $4 }' "$OUT" | sort -u | wc -l)
@@ -32,7 +32,7 @@ done_check
 
 if command -v sqlite3 >/dev/null 2>&1; then
 	run store-version 0 sqlite3 "$db" 'PRAGMA user_version'
-	out_has '^1$'
+	out_has '^2$'
 	done_check
 	run store-wal 0 sqlite3 "$db" 'PRAGMA journal_mode'
 	out_has '^wal$'
@@ -41,12 +41,12 @@ if command -v sqlite3 >/dev/null 2>&1; then
 	out_has '^1$'
 	done_check
 	run store-run-columns 0 sqlite3 "$db" "SELECT seed, config, status, ops FROM runs WHERE id = 2"
-	out_has '^2\|max-subset=4 samples=8 torn=4 nodesize=16384\|0\|5$'
+	out_has '^2\|disks=1 disk-size=536870912 nodesize=16384 max-subset=4 samples=8 torn=4\|0\|5$'
 	done_check
 
 	sqlite3 "$T/new.db" 'PRAGMA user_version = 99' >/dev/null
 	run store-newer-version 1 "$BTRSIM" runs --db "$T/new.db"
-	err_has 'version 99 is newer than this btrsim knows \(1\)'
+	err_has 'version 99 is newer than this btrsim knows \(2\)'
 	err_lines 1
 	done_check
 	run store-newer-version-explore 1 "$BTRSIM" explore --db "$T/new.db" "$T/w.wl"

@@ -1,0 +1,58 @@
+/* explore_opts.c - the options of explore and campaign (explore_opts.h). */
+#include "cli/explore_opts.h"
+
+#include <linux/btrfs_tree.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cli_explore_init(struct cli_explore *ce)
+{
+	memset(ce, 0, sizeof(*ce));
+	explore_defaults(&ce->o);
+	ce->o.seed = 1;
+}
+
+int cli_explore_opt(struct cli_explore *ce, const struct cli_cmd *cmd, int c, const char *arg)
+{
+	uint64_t v = 0;
+	if (strchr("kntsNK", c) && (!arg || cli_parse_u64(arg, &v, c == 'N')))
+		return cli_usage_error(cmd, "expected a number, not '%s'", arg ? arg : "");
+	switch (c) {
+	case 'k':
+		if (v > 20)
+			return cli_usage_error(cmd, "--max-subset takes 0 to 20");
+		ce->o.max_subset = (unsigned)v;
+		return 0;
+	case 'n': ce->o.samples = v > 100000 ? 100000 : (unsigned)v; return 0;
+	case 't': ce->o.torn = v > 10000 ? 10000 : (unsigned)v; return 0;
+	case 's': ce->o.seed = v; return 0;
+	case 'N':
+		if (v < 4096 || v > 65536 || (v & (v - 1)))
+			return cli_usage_error(cmd, "--nodesize takes a power of two, 4k to 64k");
+		ce->o.nodesize = (uint32_t)v;
+		return 0;
+	case 'K':
+		if (v < 1 || v > 4)
+			return cli_usage_error(cmd, "--disks takes 1 to 4");
+		ce->o.ndisks = (unsigned)v;
+		ce->o.data_profile = v > 1 ? BTRFS_BLOCK_GROUP_RAID1 : 0;
+		ce->o.meta_profile = v > 1 ? BTRFS_BLOCK_GROUP_RAID1 : BTRFS_BLOCK_GROUP_DUP;
+		return 0;
+	case 'F': ce->faults_path = arg; return 0;
+	default: return -1;
+	}
+}
+
+int cli_explore_load(struct cli_explore *ce, char *err, size_t errlen)
+{
+	if (!ce->faults_path)
+		return 0;
+	snprintf(err, errlen, "%s: fault plans are not loaded yet", ce->faults_path);
+	return -1;
+}
+
+void cli_explore_free(struct cli_explore *ce)
+{
+	free(ce->faults_text);
+	ce->faults_text = NULL;
+}

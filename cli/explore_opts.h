@@ -1,0 +1,51 @@
+/*
+ * explore_opts.h - the options `btrsim explore` and `btrsim campaign` share:
+ * how crash states are enumerated, the volume the workloads run on, the seed
+ * and the fault plan.
+ */
+#ifndef BTRSIM_CLI_EXPLORE_OPTS_H
+#define BTRSIM_CLI_EXPLORE_OPTS_H
+
+#include "cli/cli.h"
+#include "traces/explore.h"
+#include "version.h"
+
+#include <getopt.h>
+
+#define BTRSIM_BUILD_STRING "v" BTRSIM_VERSION " " BTRSIM_BUILD_ID " " BTRSIM_BUILD_MODE
+
+#define EXPLORE_OPTS_HELP \
+	"  --max-subset K      all subsets while at most K writes are volatile (10)\n" \
+	"  --samples N         random subsets beyond that, per crash point (64)\n" \
+	"  --torn N            states with a torn write, per crash point (4)\n" \
+	"  --seed N            every random choice: samples, tears, uuids, faults (1;\n" \
+	"                      printed)\n" \
+	"  --nodesize SIZE     of the file system made for the run (16k)\n" \
+	"  --disks N           disks in the volume (1); with 2 or more, data and\n" \
+	"                      metadata are RAID1 and each disk crashes on its own\n" \
+	"  --faults PLAN       arm the fault plan PLAN while the workload runs\n" \
+	"                      (faults/README.md); its sim lines damage the disks\n"
+
+#define EXPLORE_LONG_OPTS \
+	{ "max-subset", required_argument, NULL, 'k' }, { "samples", required_argument, NULL, 'n' }, \
+	{ "torn", required_argument, NULL, 't' }, { "seed", required_argument, NULL, 's' }, \
+	{ "nodesize", required_argument, NULL, 'N' }, { "disks", required_argument, NULL, 'K' }, \
+	{ "faults", required_argument, NULL, 'F' }
+
+struct cli_explore {
+	struct explore_opts o;
+	const char *faults_path;  /* --faults */
+	struct fault_plan *plan;  /* loaded by cli_explore_load */
+	char *faults_text;        /* its canonical text, stored with each run */
+};
+
+void cli_explore_init(struct cli_explore *ce);
+/* Handles option c (with optarg) when it is one of EXPLORE_LONG_OPTS:
+ * returns 0 handled, -1 not one of them, or an exit status (2) after a
+ * usage message. */
+int cli_explore_opt(struct cli_explore *ce, const struct cli_cmd *cmd, int c, const char *arg);
+/* After the options: loads the fault plan.  0 or -1 with a message. */
+int cli_explore_load(struct cli_explore *ce, char *err, size_t errlen);
+void cli_explore_free(struct cli_explore *ce);
+
+#endif

@@ -1,0 +1,98 @@
+#!/bin/sh
+# btrsim replay: a recorded run re-executes to the same results, IO log and
+# crash states; a tampered record is caught at its first divergence; a crash
+# state is rebuilt from the stored log as images that btrsim (and btrfs
+# check, when present) accepts; bad input is refused.
+. "$(dirname "$0")/lib.sh"
+db="$T/r.db"
+cat >"$T/w.wl" <<'W'
+mkdir /d
+create /d/a
+write /d/a 0 20000 1
+fsync /d/a
+rename /d/a /d/b
+sync
+truncate /d/b 100
+W
+
+run replay-record 0 "$BTRSIM" explore --max-subset 5 --samples 4 --db "$db" "$T/w.wl"
+out_has "^recorded as run 1 in $db"
+done_check
+
+run replay-same 0 "$BTRSIM" replay --db "$db" 1
+out_has '^run 1 replayed: 7 op results, [0-9]+ IO requests and [0-9]+ crash states are the same$'
+done_check
+
+run replay-state 0 "$BTRSIM" replay --db "$db" 1 --crash-state 3 --out "$T/cs3"
+out_has "/cs3/disk0.img$"
+out_has '^run 1 crash state 3: power lost before IO [0-9]+, persisted .*; recorded verdict: ok$'
+done_check
+run replay-state-checks 0 "$BTRSIM" check "$T/cs3/disk0.img"
+done_check
+if command -v btrfs >/dev/null 2>&1; then
+	run replay-state-btrfs-check 0 btrfs check "$T/cs3/disk0.img"
+	done_check
+else
+	echo "SKIP replay-state-btrfs-check: no btrfs (btrfs-progs)"
+fi
+
+if command -v sqlite3 >/dev/null 2>&1; then
+	NAME=replay-states-all-rebuild
+	last=$(sqlite3 "$db" "SELECT max(k) FROM crash_states WHERE run_id = 1")
+	"$BTRSIM" replay --db "$db" 1 --crash-state "$last" --out "$T/last" >/dev/null 2>&1 || fail "state $last"
+	"$BTRSIM" ls "$T/last/disk0.img" /d >"$T/ls" 2>&1 || fail "ls: $(cat "$T/ls")"
+	grep -q 'b$' "$T/ls" || fail "the last state lacks /d/b: $(cat "$T/ls")"
+	done_check
+
+	# Tampering: a changed IO record and a changed result are caught where they are.
+	cp "$db" "$T/t1.db"
+	sqlite3 "$T/t1.db" "UPDATE io SET csum = csum + 1 WHERE run_id = 1 AND idx = (SELECT mkfs_ios + 2 FROM runs WHERE id = 1)"
+	run replay-diverges-io 1 "$BTRSIM" replay --db "$T/t1.db" 1
+	err_has 'run 1 diverges: IO [0-9]+: recorded "disk 0 '
+	err_lines 1
+	done_check
+	cp "$db" "$T/t2.db"
+	sqlite3 "$T/t2.db" "UPDATE results SET result = 'ENOENT' WHERE run_id = 1 AND idx = 4"
+	run replay-diverges-result 1 "$BTRSIM" replay --db "$T/t2.db" 1
+	err_has 'run 1 diverges: op 5: recorded result ENOENT, replayed 0'
+	done_check
+	cp "$db" "$T/t3.db"
+	sqlite3 "$T/t3.db" "UPDATE crash_states SET verdict = 'oracle' WHERE run_id = 1 AND k = 2"
+	run replay-diverges-state 1 "$BTRSIM" replay --db "$T/t3.db" 1
+	err_has 'crash state 2: recorded .* verdict oracle, replayed .* verdict ok'
+	done_check
+	cp "$db" "$T/t4.db"
+	sqlite3 "$T/t4.db" "UPDATE payloads SET zdata = x'00' WHERE rowid IN (SELECT rowid FROM payloads LIMIT 1)" 2>/dev/null ||
+		sqlite3 "$T/t4.db" "UPDATE payloads SET zdata = x'00' WHERE hash = (SELECT hash FROM payloads LIMIT 1)"
+	run replay-corrupt-payload 1 "$BTRSIM" replay --db "$T/t4.db" 1 --crash-state 3 --out "$T/x"
+	err_has 'a payload of the IO log is corrupt'
+	done_check
+	cp "$db" "$T/t5.db"
+	sqlite3 "$T/t5.db" "UPDATE crash_states SET picks = '0:99' WHERE run_id = 1 AND k = 3"
+	run replay-bad-picks 1 "$BTRSIM" replay --db "$T/t5.db" 1 --crash-state 3 --out "$T/y"
+	err_has 'malformed picks "0:99"'
+	done_check
+else
+	echo "SKIP replay-states-all-rebuild, replay-diverges-*: no sqlite3"
+fi
+
+run replay-no-run 1 "$BTRSIM" replay --db "$db" 99
+err_has 'run 99: no such run'
+err_lines 1
+done_check
+run replay-no-state 1 "$BTRSIM" replay --db "$db" 1 --crash-state 100000 --out "$T/z"
+err_has 'run 1 has no crash state 100000'
+done_check
+run replay-missing-db 1 "$BTRSIM" replay --db "$T/none.db" 1
+err_has 'no such trace database'
+done_check
+run replay-no-db 2 "$BTRSIM" replay 1
+done_check
+run replay-bad-id 2 "$BTRSIM" replay --db "$db" x1
+done_check
+run replay-state-no-out 2 "$BTRSIM" replay --db "$db" 1 --crash-state 1
+err_has '--crash-state and --out go together'
+done_check
+run replay-help 0 "$BTRSIM" replay --help
+out_has '^usage: btrsim replay --db FILE RUN$'
+done_check

@@ -1,0 +1,169 @@
+/* campaign.c - many workloads explored and recorded (campaign.h). */
+#include "traces/campaign.h"
+#include "traces/ace.h"
+#include "traces/run.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+struct camp {
+	const struct campaign_opts *c;
+	struct campaign_result *res;
+	uint64_t total, done;
+	double t0, last_progress;
+};
+
+static void progress(struct camp *k, bool final)
+{
+	FILE *p = k->c->progress;
+	double t = now();
+	if (!p || (!final && t - k->last_progress < 0.5))
+		return;
+	k->last_progress = t;
+	double el = t - k->t0, rate = el > 0 ? (double)k->res->states / el : 0;
+	double eta = k->done ? el / (double)k->done * (double)(k->total - k->done) : 0;
+	fprintf(p, "\r%" PRIu64 "/%" PRIu64 " workloads, %zu states (%.0f/s), %zu violations, ETA %.0fs  %s",
+		k->done, k->total, k->res->states, rate, k->res->violations, eta, final ? "\n" : "");
+	fflush(p);
+}
+
+/* Explores and records one workload of the campaign. */
+static int one(struct camp *k, const struct wl_workload *w, const struct explore_opts *o,
+	       char *err, size_t errlen)
+{
+	const struct campaign_opts *c = k->c;
+	struct record_opts ro = c->ro;
+	ro.kind = "campaign";
+	ro.campaign_id = k->res->id;
+	struct record_outcome out;
+	char werr[1024];
+	int r = record_explore(w, o, &ro, &out, werr, sizeof(werr));
+	k->done++;
+	k->res->workloads++;
+	if (r == -EIO && c->ro.store) {
+		/* The store failed: the campaign cannot record anything more. */
+		snprintf(err, errlen, "%s: %s", w->name ? w->name : "workload", werr);
+		record_outcome_free(&out);
+		return -EIO;
+	}
+	if (r < 0) {
+		k->res->failures++;
+		fprintf(c->out, "%s: cannot explore: %s\n", w->name ? w->name : "workload", werr);
+	} else {
+		k->res->states += out.res.states;
+		k->res->detected += out.res.detected;
+	}
+	if (r == 1) {
+		k->res->violations++;
+		if (c->progress)
+			fputc('\n', c->progress);
+		fprintf(c->out, "VIOLATION %s", w->name ? w->name : "workload");
+		if (out.run_id)
+			fprintf(c->out, " (run %lld)", (long long)out.run_id);
+		fprintf(c->out, ": %s\n", out.res.violation);
+		if (out.reproducer)
+			fprintf(c->out, "%s", out.reproducer);
+	}
+	record_outcome_free(&out);
+	progress(k, false);
+	return 0;
+}
+
+static int run_ace(struct camp *k, const struct ace *a, char *err, size_t errlen)
+{
+	const struct campaign_opts *c = k->c;
+	struct explore_opts o = c->o;
+	o.skip_ops = ace_setup_ops(a);
+	uint64_t n = ace_count(a);
+	for (uint64_t i = c->shard; i < n && (!c->limit || k->done < c->limit); i += c->shards) {
+		struct wl_workload w;
+		int r = ace_workload(a, i, &w, err, errlen);
+		if (!r)
+			r = one(k, &w, &o, err, errlen);
+		wl_free(&w);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+static int run_random(struct camp *k, char *err, size_t errlen)
+{
+	const struct campaign_opts *c = k->c;
+	for (uint64_t i = c->shard; i < c->random && (!c->limit || k->done < c->limit);
+	     i += c->shards) {
+		struct wl_gen_opts g;
+		wl_gen_defaults(&g);
+		g.seed = c->o.seed + i;
+		g.ops = c->random_ops;
+		g.max_offset = UINT64_C(1) << 20; /* keep crash states small: 1 MiB files */
+		g.max_len = 64 << 10;
+		struct wl_workload w = { 0 };
+		int r = wl_generate(&g, &w);
+		char name[64];
+		snprintf(name, sizeof(name), "random/%" PRIu64, g.seed);
+		if (!r && !(w.name = strdup(name)))
+			r = -ENOMEM;
+		if (r) {
+			wl_free(&w);
+			snprintf(err, errlen, "generating a workload: %s", strerror(-r));
+			return r;
+		}
+		r = one(k, &w, &c->o, err, errlen);
+		wl_free(&w);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+int campaign_run(const struct campaign_opts *c, struct campaign_result *res, char *err,
+		 size_t errlen)
+{
+	memset(res, 0, sizeof(*res));
+	struct camp k = { .c = c, .res = res, .t0 = now() };
+	struct ace *a = NULL;
+	if (c->seq && ace_new(c->seq, c->ops, c->files, &a, err, errlen))
+		return -EINVAL;
+	if (a)
+		k.total += (ace_count(a) + c->shards - 1 - c->shard) / c->shards;
+	k.total += (c->random + c->shards - 1 - c->shard) / c->shards;
+	if (c->limit && k.total > c->limit)
+		k.total = c->limit;
+	char started[32];
+	record_iso_now(started);
+	if (c->ro.store && store_campaign_begin(c->ro.store, c->args, c->o.seed, c->ro.build, started,
+						&res->id, err, errlen)) {
+		ace_free(a);
+		return -EIO;
+	}
+	int r = a ? run_ace(&k, a, err, errlen) : 0;
+	if (!r)
+		r = run_random(&k, err, errlen);
+	ace_free(a);
+	progress(&k, true);
+	res->seconds = now() - k.t0;
+	int status = r < 0 ? r : res->violations || res->failures ? 1 : 0;
+	if (c->ro.store) {
+		char ended[32];
+		record_iso_now(ended);
+		char e2[512];
+		if (store_campaign_end(c->ro.store, res->id, res->workloads, res->states,
+				       res->violations, res->seconds, status < 0 ? 2 : status, ended, e2,
+				       sizeof(e2)) && status >= 0) {
+			snprintf(err, errlen, "%s", e2);
+			return -EIO;
+		}
+	}
+	return status;
+}

@@ -1,0 +1,43 @@
+/*
+ * campaign.h - many workloads explored and recorded in one go: the bounded
+ * enumeration of ace.h (seq-N), seeded random workloads (wl_generate), or a
+ * fault sweep (each fault point of faults/ in turn over a workload set).
+ * Every workload is a run of the trace store under one campaign row;
+ * violations are minimized and printed with their reproducers.
+ */
+#ifndef BTRSIM_TRACES_CAMPAIGN_H
+#define BTRSIM_TRACES_CAMPAIGN_H
+
+#include "traces/record.h"
+
+#include <stdio.h>
+
+struct campaign_opts {
+	unsigned seq;              /* ACE workloads of this many core ops (0: none) */
+	const char *ops, *files;   /* ACE's sets (NULL: the defaults) */
+	size_t random;             /* this many random workloads (seeds seed, seed+1, ...) */
+	size_t random_ops;         /* of this many operations each */
+	unsigned shard, shards;    /* run workload i only when i % shards == shard */
+	uint64_t limit;            /* at most this many workloads (0: all) */
+	bool fault_sweep;          /* each fault point in turn, over the workloads */
+	struct explore_opts o;     /* for every workload (its sink must be NULL) */
+	struct record_opts ro;     /* store, build, minimize (kind set here) */
+	const char *args;          /* the command line, stored with the campaign */
+	FILE *out;                 /* violations, failures and the summary */
+	FILE *progress;            /* a progress line, rewritten in place (NULL: none) */
+};
+
+struct campaign_result {
+	size_t workloads, states, violations, detected, failures;
+	double seconds;
+	int64_t id;                /* the campaign's row, 0 when not stored */
+};
+
+/* Runs the campaign.  Returns 0 when every state of every workload was
+ * consistent, 1 when some violation was found, -errno when it could not
+ * run (err).  A workload that cannot run counts as a failure (printed) and
+ * makes the result 1. */
+int campaign_run(const struct campaign_opts *c, struct campaign_result *res, char *err,
+		 size_t errlen);
+
+#endif

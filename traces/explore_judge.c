@@ -1,0 +1,148 @@
+/*
+ * explore_judge.c - one crash state: ref must mount it, `btrsim check` must
+ * find it clean, and the tree it shows must be one of the oracle's legal
+ * states (explore.h).
+ */
+#include "traces/explore_internal.h"
+#include "traces/manifest.h"
+#include "ref/vfs.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *describe(ref_fs *fs, char *why, size_t whylen)
+{
+	struct manifest m = { 0 };
+	struct ref_ino root;
+	char *text = NULL;
+	size_t len = 0;
+	if (ref_subvol_root(fs, BTRFS_FS_TREE_OBJECTID, &root)) {
+		snprintf(why, whylen, "%s", ref_error(fs));
+		return NULL;
+	}
+	if (mf_walk_ref(&m, fs, &root, why, whylen) == 0) {
+		FILE *f = open_memstream(&text, &len);
+		if (!f || mf_print(&m, f))
+			snprintf(why, whylen, "out of memory");
+		if (f)
+			fclose(f);
+	}
+	mf_free(&m);
+	return text;
+}
+
+/* The first line where two descriptions differ, as "PATH: expected X, found Y". */
+static void first_diff(const char *want, const char *got, char *out, size_t len)
+{
+	while (*want && *got) {
+		const char *we = strchr(want, '\n'), *ge = strchr(got, '\n');
+		size_t wl = we ? (size_t)(we - want) : strlen(want), gl = ge ? (size_t)(ge - got) : strlen(got);
+		if (wl != gl || memcmp(want, got, wl)) {
+			size_t pl = strcspn(want, " \n");
+			snprintf(out, len, "%.*s: expected \"%.*s\", found \"%.*s\"", (int)pl, want,
+				 (int)(wl > 300 ? 300 : wl), want, (int)(gl > 300 ? 300 : gl), got);
+			return;
+		}
+		want += wl + (we != NULL);
+		got += gl + (ge != NULL);
+	}
+	if (*want)
+		snprintf(out, len, "%.*s: expected, missing", (int)strcspn(want, " \n"), want);
+	else if (*got)
+		snprintf(out, len, "%.*s: unexpected \"%.*s\"", (int)strcspn(got, " \n"), got,
+			 (int)strcspn(got, "\n"), got);
+	else
+		snprintf(out, len, "no difference");
+}
+
+/* The legal states at log position i: the model after lo..hi operations. */
+static void legal_range(const struct ex *x, size_t i, size_t *lo, size_t *hi)
+{
+	*lo = 0;
+	*hi = 0;
+	for (size_t j = 0; j < x->nspans; j++) {
+		if (x->spans[j].persist && x->spans[j].end <= i)
+			*lo = j + 1;
+		if (x->spans[j].start < i || (x->spans[j].start == i && j < x->nspans - 1 &&
+					      x->spans[j].end == i))
+			*hi = j + 1;
+	}
+	if (*hi > x->nspans - 1)
+		*hi = x->nspans - 1; /* the unmount changes nothing the model sees */
+	if (*lo > *hi)
+		*lo = *hi;
+}
+
+/* The ERROR lines of a check report, joined with "; " (the report itself
+ * when it has none). */
+static void error_lines(const char *report, char *out, size_t len)
+{
+	size_t o = 0;
+	out[0] = 0;
+	for (const char *p = report; p && *p && o + 1 < len;) {
+		size_t l = strcspn(p, "\n");
+		if (!strncmp(p, "ERROR: ", 7)) {
+			int n = snprintf(out + o, len - o, "%s%.*s", o ? "; " : "", (int)(l - 7), p + 7);
+			o += n > 0 ? (size_t)n : 0;
+		}
+		p += l + (p[l] == '\n');
+	}
+	if (!out[0])
+		snprintf(out, len, "%.400s", report ? report : "could not run");
+}
+
+/* Does the check report (or a read error) show damage that checksums caught? */
+static bool detected(const char *text)
+{
+	return text && (strstr(text, "csum") || strstr(text, "checksum") || strstr(text, "EIO") ||
+			strstr(text, "Input/output error"));
+}
+
+enum explore_verdict explore_judge(const struct ex *x, sim_volume *v, size_t point, char *why,
+				   size_t whylen)
+{
+	char err[512];
+	ref_fs *fs;
+	struct ref_open_opts oo = { .super_mirror = -1 };
+	if (ref_open(v, &oo, &fs, err, sizeof(err))) {
+		snprintf(why, whylen, "the file system does not mount: %s", err);
+		return x->sim_faults && detected(err) ? EXPLORE_DETECTED : EXPLORE_MOUNT;
+	}
+	char *report = NULL;
+	size_t rlen = 0;
+	FILE *out = open_memstream(&report, &rlen);
+	struct ref_check_opts co = { .out = out };
+	long errors = out ? ref_check(fs, &co) : -ENOMEM;
+	if (out)
+		fclose(out);
+	enum explore_verdict verdict = EXPLORE_OK;
+	if (errors != 0) {
+		error_lines(report, why, whylen);
+		verdict = x->sim_faults && detected(report) ? EXPLORE_DETECTED : EXPLORE_CHECK;
+	} else {
+		char *text = describe(fs, err, sizeof(err));
+		size_t lo, hi;
+		legal_range(x, point, &lo, &hi);
+		bool ok = false;
+		for (size_t j = lo; text && j <= hi && !ok; j++)
+			ok = !strcmp(text, x->snaps[j]);
+		if (!text) {
+			snprintf(why, whylen, "reading the recovered tree: %s", err);
+			verdict = x->sim_faults && detected(err) ? EXPLORE_DETECTED : EXPLORE_READ;
+		} else if (!ok) {
+			char d[1200];
+			first_diff(x->snaps[hi], text, d, sizeof(d));
+			snprintf(why, whylen,
+				 "no legal state (after operations %zu..%zu, lines %zu..%zu): %s", lo, hi,
+				 lo ? x->spans[lo - 1].line : 0, hi ? x->spans[hi - 1].line : 0, d);
+			verdict = EXPLORE_ORACLE;
+		} else {
+			why[0] = 0;
+		}
+		free(text);
+	}
+	free(report);
+	ref_close(fs);
+	return verdict;
+}

@@ -1,0 +1,165 @@
+/* minimize.c - delta debugging of a violating workload (minimize.h). */
+#include "traces/minimize.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The ops of w whose keep[] is set, as a new workload. */
+static int subset(const struct wl_workload *w, const bool *keep, struct wl_workload *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < w->n; i++)
+		if (keep[i]) {
+			int r = wl_append(out, &w->ops[i]);
+			if (r) {
+				wl_free(out);
+				return r;
+			}
+			out->ops[out->n - 1].line = w->ops[i].line;
+		}
+	if (w->name && !(out->name = strdup(w->name))) {
+		wl_free(out);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Does the exploration of the kept ops still give a violation of kind want? */
+static int violates(const struct wl_workload *w, const bool *keep, const struct explore_opts *o,
+		    enum explore_verdict want, unsigned *runs)
+{
+	struct wl_workload t;
+	if (subset(w, keep, &t))
+		return -ENOMEM;
+	struct explore_opts q = *o;
+	q.stop_first = true;
+	q.minimize_picks = false;
+	q.sink = NULL;
+	q.log = NULL;
+	struct explore_result res;
+	char err[256];
+	int r = explore_run(&t, &q, &res, err, sizeof(err));
+	free(res.results);
+	wl_free(&t);
+	(*runs)++;
+	return r == 1 && res.violation_verdict == want;
+}
+
+int minimize_workload(const struct wl_workload *w, const struct explore_opts *o,
+		      enum explore_verdict want, struct wl_workload *out, struct explore_result *res,
+		      char *err, size_t errlen)
+{
+	memset(out, 0, sizeof(*out));
+	memset(res, 0, sizeof(*res));
+	size_t n = w->n;
+	bool *keep = malloc((n ? n : 1) * sizeof(*keep)), *trial = malloc((n ? n : 1) * sizeof(*trial));
+	size_t *idx = malloc((n ? n : 1) * sizeof(*idx));
+	if (!keep || !trial || !idx) {
+		free(keep);
+		free(trial);
+		free(idx);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		keep[i] = true;
+	unsigned runs = 0;
+	size_t parts = 2;
+	/* ddmin over the kept ops: remove one of `parts` chunks at a time. */
+	for (;;) {
+		size_t m = 0;
+		for (size_t i = 0; i < n; i++)
+			if (keep[i])
+				idx[m++] = i;
+		if (m < 2 || runs >= MINIMIZE_MAX_RUNS)
+			break;
+		if (parts > m)
+			parts = m;
+		bool reduced = false;
+		for (size_t c = 0; c < parts && !reduced && runs < MINIMIZE_MAX_RUNS; c++) {
+			size_t lo = m * c / parts, hi = m * (c + 1) / parts;
+			memcpy(trial, keep, n * sizeof(*trial));
+			for (size_t j = lo; j < hi; j++)
+				trial[idx[j]] = false;
+			int v = violates(w, trial, o, want, &runs);
+			if (v < 0)
+				break;
+			if (v) {
+				memcpy(keep, trial, n * sizeof(*keep));
+				parts = parts > 2 ? parts - 1 : 2;
+				reduced = true;
+			}
+		}
+		if (!reduced) {
+			if (parts >= m)
+				break;
+			parts = parts * 2 > m ? m : parts * 2;
+		}
+	}
+	struct wl_workload t;
+	int r = subset(w, keep, &t);
+	free(keep);
+	free(trial);
+	free(idx);
+	if (r) {
+		snprintf(err, errlen, "out of memory");
+		return r;
+	}
+	/* The last exploration, with the persisted writes minimized. */
+	struct explore_opts q = *o;
+	q.stop_first = true;
+	q.minimize_picks = true;
+	q.sink = NULL;
+	q.log = NULL;
+	r = explore_run(&t, &q, res, err, errlen);
+	if (r != 1) {
+		if (r == 0)
+			snprintf(err, errlen, "the minimized workload no longer shows the violation "
+				 "(a nondeterministic exploration?)");
+		free(res->results);
+		res->results = NULL;
+		wl_free(&t);
+		return r < 0 ? r : -EAGAIN;
+	}
+	*out = t;
+	return 0;
+}
+
+char *minimize_reproducer(const struct wl_workload *w, const struct explore_opts *o,
+			  const struct explore_result *res)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	if (!f)
+		return NULL;
+	fprintf(f, "# btrsim reproducer: %zu operation%s\n", w->n, w->n == 1 ? "" : "s");
+	fputs("# ", f);
+	for (const char *c = res->violation; *c; c++) /* one comment, however many lines */
+		fputs(*c == '\n' ? "\n# " : (char[2]){ *c, 0 }, f);
+	fputc('\n', f);
+	fprintf(f, "# crash state: power lost before IO %zu; persisted volatile writes: %s\n",
+		res->violation_point, res->violation_picks);
+	fprintf(f, "# again: btrsim explore --seed %" PRIu64 " --nodesize %u --max-subset %u"
+		" --samples %u --torn %u%s FILE\n", o->seed, (unsigned)o->nodesize, o->max_subset,
+		o->samples, o->torn, o->ndisks > 1 ? " --disks" : "");
+	if (o->ndisks > 1)
+		fprintf(f, "#   (with --disks %u)\n", o->ndisks);
+	for (size_t i = 0; i < w->n; i++) {
+		struct wl_op op = w->ops[i];
+		op.expect = res->results ? res->results[i] : 0;
+		char line[4096];
+		int l = wl_format(&op, line, sizeof(line));
+		if (l < 0 || (size_t)l >= sizeof(line))
+			fprintf(f, "# (an op too long to print)\n");
+		else
+			fprintf(f, "%s\n", line);
+	}
+	if (fclose(f)) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
