@@ -1,17 +1,49 @@
 #!/bin/sh
 # bench_explore.sh - crash states explored per second on one core (release
-# build): btrsim explore on bench/workloads/explore-small.wl, best of 3.
-# Goal: at least 1,000 states per second per core.
+# build), and the cost of recording into the trace store:
+#   explore  btrsim explore on bench/workloads/explore-small.wl, best of 3;
+#   seq-1    the whole seq-1 campaign (198 workloads);
+#   seq-2    the first 400 workloads of seq-2 (a slice: the whole takes ~20 min);
+#   record   seq-1 with --db (a fresh database) against seq-1 without, side by
+#            side, best of 3 each: the overhead of the IO log, payloads, results
+#            and crash states.
+# Goals: at least 1,000 states per second per core; recording overhead under 30%.
 # Usage: bench/bench_explore.sh BTRSIM
 set -u
 B=${1:?usage: bench_explore.sh BTRSIM}
 W=$(dirname "$0")/workloads/explore-small.wl
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+
+rate() { sed -n 's/.*crash states (\([0-9]*\)\/s).*/\1/p' | tail -n 1; }
+secs() { sed -n 's/.* in \([0-9.]*\) s$/\1/p' | tail -n 1; }
+
 best=0
 for _ in 1 2 3; do
 	line=$(taskset -c 0 "$B" explore "$W" 2>/dev/null | tail -n 1) || true
-	rate=$(echo "$line" | sed -n 's/.*crash states (\([0-9]*\)\/s).*/\1/p')
-	[ -n "$rate" ] && [ "$rate" -gt "$best" ] && best=$rate
+	r=$(echo "$line" | rate)
+	[ -n "$r" ] && [ "$r" -gt "$best" ] && best=$r
 	summary=$line
 done
 echo "explore: $summary"
 echo "explore: best $best crash states/s on one core (goal >= 1000)"
+
+line=$(taskset -c 0 "$B" campaign --seq 1 -q 2>/dev/null | grep ' workloads, ')
+echo "seq-1: $line"
+echo "seq-1: $(echo "$line" | rate) crash states/s on one core (goal >= 1000)"
+line=$(taskset -c 0 "$B" campaign --seq 2 --limit 400 -q 2>/dev/null | grep ' workloads, ')
+echo "seq-2 (first 400 workloads): $line"
+echo "seq-2: $(echo "$line" | rate) crash states/s on one core (goal >= 1000)"
+
+off=999999
+on=999999
+for i in 1 2 3; do
+	s=$(taskset -c 0 "$B" campaign --seq 1 -q 2>/dev/null | secs)
+	[ -n "$s" ] && off=$(echo "if ($s < $off) $s else $off" | bc)
+	rm -f "$T/r.db" "$T/r.db-wal" "$T/r.db-shm"
+	s=$(taskset -c 0 "$B" campaign --seq 1 -q --db "$T/r.db" 2>/dev/null | secs)
+	[ -n "$s" ] && on=$(echo "if ($s < $on) $s else $on" | bc)
+done
+size=$(du -k "$T/r.db" | cut -f1)
+echo "record: seq-1 ${off}s without the trace store, ${on}s recording (${size} KiB database)"
+echo "record: overhead $(echo "scale=1; ($on - $off) * 100 / $off" | bc)% (goal < 30%)"

@@ -54,6 +54,36 @@ if command -v sqlite3 >/dev/null 2>&1; then
 	err_lines 1
 	out_empty
 	done_check
+
+	# A version-1 database (the first schema) is migrated on open and its run kept.
+	sqlite3 "$T/v1.db" <<'SQL'
+CREATE TABLE workloads (id INTEGER PRIMARY KEY, hash TEXT UNIQUE NOT NULL, text TEXT NOT NULL);
+CREATE TABLE runs (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, seed INTEGER, build TEXT,
+  config TEXT, workload_id INTEGER REFERENCES workloads(id), started TEXT, ended TEXT,
+  ops INTEGER, crash_points INTEGER, states INTEGER, violations INTEGER, seconds REAL,
+  status INTEGER);
+CREATE TABLE violations (id INTEGER PRIMARY KEY, run_id INTEGER REFERENCES runs(id),
+  description TEXT NOT NULL);
+CREATE INDEX violations_run ON violations(run_id);
+INSERT INTO workloads VALUES (1, 'abcdef0123456789', 'sync');
+INSERT INTO runs VALUES (1, 'explore', 1, 'v0', 'max-subset=10', 1, '2026-01-01T00:00:00Z',
+  '2026-01-01T00:00:01Z', 1, 1, 3, 0, 0.1, 0);
+PRAGMA user_version = 1;
+SQL
+	run store-migrate-v1 0 "$BTRSIM" runs --db "$T/v1.db"
+	out_has '^1 +explore +2026-01-01T00:00:00Z +abcdef012345 +1 +0 +3 +0$'
+	done_check
+	run store-migrated-version 0 sqlite3 "$T/v1.db" 'PRAGMA user_version; SELECT count(*) FROM crash_states'
+	out_has '^2$'
+	out_has '^0$'
+	done_check
+	run store-v1-run-not-replayable 1 "$BTRSIM" replay --db "$T/v1.db" 1
+	err_has 'run 1 was recorded without its IO log'
+	err_lines 1
+	done_check
+	run store-explore-into-migrated 0 "$BTRSIM" explore --max-subset 2 --samples 2 --db "$T/v1.db" "$T/w.wl"
+	out_has 'recorded as run 2 in'
+	done_check
 else
 	echo "SKIP store-version, store-wal, store-one-workload, store-newer-version: no sqlite3"
 fi
