@@ -16,7 +16,9 @@ CC := $(CC_$(MODE))
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wno-missing-field-initializers
-BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -g $(WARN) -I. -MMD -MP
+# FIU_ENABLE: libfiu's fault points (faults/points.h) are compiled in every mode;
+# they cost a load and a branch each while no fault plan is armed.
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -DFIU_ENABLE=1 -g $(WARN) -I. -MMD -MP
 MODE_CFLAGS_release  := -O2
 MODE_CFLAGS_debug    := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
 	-fno-sanitize-recover=all
@@ -26,9 +28,12 @@ MODE_LDFLAGS_debug   := -fsanitize=address,undefined
 MODE_LDFLAGS_coverage := --coverage
 CFLAGS  := $(BASE_CFLAGS) $(MODE_CFLAGS_$(MODE)) $(EXTRA_CFLAGS)
 LDFLAGS := $(MODE_LDFLAGS_$(MODE)) $(EXTRA_LDFLAGS)
-LIBS := -lisal -lz -llzo2 -lzstd -lsodium -lxxhash -lsqlite3 -lm
+LIBS := -lisal -lz -llzo2 -lzstd -lsodium -lxxhash -lsqlite3 -lfiu -lm
 
-SIM_SRC  := $(wildcard sim/*.c)
+# faults/gate.c (the fault points' switch) goes into the sim library, the bottom
+# of the link order, so that every program linking sim or ref has it.
+SIM_SRC  := $(wildcard sim/*.c) faults/gate.c
+FAULTS_SRC := $(filter-out faults/gate.c,$(wildcard faults/*.c))
 REF_SRC  := $(wildcard ref/*.c)
 TRACES_SRC := $(wildcard traces/*.c)
 CLI_SRC  := $(wildcard cli/*.c)
@@ -42,6 +47,7 @@ obj = $(patsubst %.c,$(B)/%.o,$(1))
 SIM_LIB := $(B)/libbtrsim-sim.a
 REF_LIB := $(B)/libbtrsim-ref.a
 TRACES_LIB := $(B)/libbtrsim-traces.a
+FAULTS_LIB := $(B)/libbtrsim-faults.a
 BTRSIM  := $(B)/btrsim
 UNIT    := $(B)/tests/unit-tests
 BENCH   := $(B)/bench/bench-sim
@@ -63,7 +69,7 @@ all:
 help:
 	@echo "make [all]       build (release) and leave ./btrsim"
 	@echo "make deps        install the Debian packages btrsim needs (idempotent)"
-	@echo "make run         deps, build, run the default demonstration; report in reports/"
+	@echo "make run         deps, build, the default campaign into traces/btrsim.db; reports in reports/"
 	@echo "make test        deps, build with ASan+UBSan, run the whole test suite"
 	@echo "make asan        the debug build with ASan+UBSan (build/debug/)"
 	@echo "make coverage    gcov build, test suite, lcov HTML in reports/coverage/"
@@ -91,7 +97,7 @@ BENCH_WRITE_MIB ?= 1024
 SEED ?=
 run: deps
 	@$(MAKE) --no-print-directory all
-	@./btrsim demo $(if $(SEED),--seed $(SEED)) --report reports/demo
+	@sh mk/run.sh ./btrsim $(SEED)
 
 bench: deps
 	@$(MAKE) --no-print-directory MODE=release build
@@ -163,16 +169,19 @@ $(REF_LIB): $(call obj,$(REF_SRC))
 $(TRACES_LIB): $(call obj,$(TRACES_SRC))
 	$(call archive)
 
+$(FAULTS_LIB): $(call obj,$(FAULTS_SRC))
+	$(call archive)
+
 define link
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $(MODE) $(@F)")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(1)
 endef
 
-$(BTRSIM): $(call obj,$(CLI_SRC)) $(TRACES_LIB) $(REF_LIB) $(SIM_LIB)
+$(BTRSIM): $(call obj,$(CLI_SRC)) $(TRACES_LIB) $(FAULTS_LIB) $(REF_LIB) $(SIM_LIB)
 	$(call link)
 
-$(UNIT): $(call obj,$(UNIT_SRC)) $(TRACES_LIB) $(REF_LIB) $(SIM_LIB)
+$(UNIT): $(call obj,$(UNIT_SRC)) $(TRACES_LIB) $(FAULTS_LIB) $(REF_LIB) $(SIM_LIB)
 	$(call link,-lcriterion)
 
 $(SWEEP): $(call obj,$(SWEEP_SRC)) $(REF_LIB) $(SIM_LIB)
@@ -184,4 +193,4 @@ $(BENCH): $(call obj,$(BENCH_SRC)) $(SIM_LIB)
 $(BENCH_FS): $(call obj,$(BENCH_FS_SRC)) $(REF_LIB) $(SIM_LIB)
 	$(call link)
 
--include $(shell find build/$(MODE) -name '*.d' 2>/dev/null)
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -3,6 +3,9 @@
 #include "cli/explore_opts.h"
 #include "traces/ace.h"
 #include "traces/campaign.h"
+#include "traces/report.h"
+
+#include <errno.h>
 
 #include <getopt.h>
 #include <stdio.h>
@@ -33,8 +36,13 @@ static const char usage_text[] =
 	"                      across processes or machines; 0 <= I < N)\n"
 	"  --limit N           stop after N workloads\n"
 	"  --db FILE           record into the trace database FILE (created when missing)\n"
+	"  --report FILE       write the campaign's report (Markdown) to FILE; needs --db\n"
 	"  --no-minimize       report violations as found, without minimizing them\n"
 	EXPLORE_OPTS_HELP
+	"  --faults sweep      every fault point of the catalogue in turn, on its 1st and\n"
+	"                      its 4th hit, over every workload (like fstests with\n"
+	"                      fail_make_request): ref must return an error or turn\n"
+	"                      read-only, never corrupt or lose acknowledged data\n"
 	"  -q, --quiet         no progress line (there is none when stderr is not a\n"
 	"                      terminal)\n"
 	"  -h, --help          show this help\n"
@@ -75,6 +83,22 @@ static char *args_text(int argc, char **argv)
 	return s;
 }
 
+static int write_report(struct store *s, const char *db, int64_t id, const char *path, char *err,
+			size_t errlen)
+{
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	int r = report_campaign(s, db, id, f, err, errlen);
+	if (fclose(f) && !r) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		r = -1;
+	}
+	return r;
+}
+
 static int cmd_campaign(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -84,6 +108,7 @@ static int cmd_campaign(int argc, char **argv)
 		{ "length", required_argument, NULL, 'L' }, { "shard", required_argument, NULL, 'I' },
 		{ "limit", required_argument, NULL, 'l' },  { "db", required_argument, NULL, 'D' },
 		{ "no-minimize", no_argument, NULL, 'M' },  { "quiet", no_argument, NULL, 'q' },
+		{ "report", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 },
 	};
 	struct cli_explore ce;
@@ -91,7 +116,7 @@ static int cmd_campaign(int argc, char **argv)
 	struct campaign_opts c = { .shards = 1, .random_ops = 200, .out = stdout };
 	c.ro.minimize = true;
 	c.ro.build = BTRSIM_BUILD_STRING;
-	const char *db = NULL;
+	const char *db = NULL, *report = NULL;
 	bool quiet = false;
 	uint64_t v;
 	int ch;
@@ -126,6 +151,7 @@ static int cmd_campaign(int argc, char **argv)
 						       optarg);
 			break;
 		case 'D': db = optarg; break;
+		case 'P': report = optarg; break;
 		case 'M': c.ro.minimize = false; break;
 		case 'q': quiet = true; break;
 		case 'h': return cli_help(&cli_cmd_campaign);
@@ -140,6 +166,12 @@ static int cmd_campaign(int argc, char **argv)
 		return cli_usage_error(&cli_cmd_campaign, "give --seq N or --random N (or both)");
 	if (!c.seq && (c.ops || c.files))
 		return cli_usage_error(&cli_cmd_campaign, "--ops and --files go with --seq");
+	if (report && !db)
+		return cli_usage_error(&cli_cmd_campaign, "--report needs --db: the report is read from it");
+	if (ce.faults_path && !strcmp(ce.faults_path, "sweep")) {
+		c.fault_sweep = true; /* a plan file named "sweep" is ./sweep */
+		ce.faults_path = NULL;
+	}
 	char err[1024];
 	if (cli_explore_load(&ce, err, sizeof(err)))
 		return cli_fail(&cli_cmd_campaign, "%s", err);
@@ -165,6 +197,8 @@ static int cmd_campaign(int argc, char **argv)
 	printf("seed %llu\n", (unsigned long long)c.o.seed);
 	struct campaign_result res;
 	int r = campaign_run(&c, &res, err, sizeof(err));
+	if (r >= 0 && report && write_report(c.ro.store, db, res.id, report, err, sizeof(err)))
+		r = -EIO;
 	store_close(c.ro.store);
 	free(args);
 	cli_explore_free(&ce);
@@ -180,6 +214,8 @@ static int cmd_campaign(int argc, char **argv)
 	if (res.id)
 		printf("recorded as campaign %lld in %s ('btrsim runs --db %s --campaign %lld')\n",
 		       (long long)res.id, db, db, (long long)res.id);
+	if (report)
+		printf("report: %s\n", report);
 	return r;
 }
 

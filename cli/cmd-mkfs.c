@@ -1,4 +1,4 @@
-/* cmd-mkfs.c - `btrsim mkfs`: make a new file system on an image file. */
+/* cmd-mkfs.c - `btrsim mkfs`: make a new file system on one or more image files. */
 #include "cli/image.h"
 #include "ref/csum.h"
 #include "ref/mkfs.h"
@@ -14,19 +14,22 @@
 #include <unistd.h>
 
 static const char usage_text[] =
-	"usage: btrsim mkfs [options] IMG\n"
+	"usage: btrsim mkfs [options] IMG [IMG...]\n"
 	"\n"
-	"Make a Btrfs file system on the image file IMG (created when missing, which\n"
+	"Make a Btrfs file system on the image files IMG (created when missing, which\n"
 	"needs --size), with mkfs.btrfs's default features: free-space tree, no-holes,\n"
-	"skinny metadata, extended inode refs.  One device; profiles single and DUP.\n"
+	"skinny metadata, extended inode refs.  Several images make one multi-device\n"
+	"file system, devids 1, 2, ... in the order given.\n"
 	"\n"
-	"  -d, --data PROFILE      single (default) or dup\n"
-	"  -m, --metadata PROFILE  dup (default) or single\n"
+	"  -d, --data PROFILE      single (default), dup, raid0, raid1, raid1c3, raid1c4\n"
+	"                          or raid10\n"
+	"  -m, --metadata PROFILE  the same; dup (default on one image) or raid1 (default\n"
+	"                          on several); the system chunk follows it\n"
 	"      --csum TYPE         crc32c (default), xxhash, sha256 or blake2\n"
 	"  -n, --nodesize SIZE     tree block size, 4k to 64k (default 16k)\n"
 	"  -s, --sectorsize SIZE   4096 (the only one supported)\n"
 	"  -L, --label LABEL       file system label\n"
-	"      --size SIZE         bytes of the image to use (K, M, G, T suffixes)\n"
+	"      --size SIZE         bytes of each image to use (K, M, G, T suffixes)\n"
 	"      --seed N            seed of the uuids (default: a fresh one, printed)\n"
 	"      --time SECONDS      timestamp of the new inodes (default: now)\n"
 	"  -f, --force             overwrite an existing file system\n"
@@ -34,15 +37,41 @@ static const char usage_text[] =
 
 const struct cli_cmd cli_cmd_mkfs;
 
+#define PROFILE_NAMES "single, dup, raid0, raid1, raid1c3, raid1c4 or raid10"
+
+static const struct {
+	const char *name, *label; /* as -d and -m take them, as mkfs.btrfs prints them */
+	uint64_t bit;
+} profiles[] = {
+	{ "single", "single", 0 },
+	{ "dup", "DUP", BTRFS_BLOCK_GROUP_DUP },
+	{ "raid0", "RAID0", BTRFS_BLOCK_GROUP_RAID0 },
+	{ "raid1", "RAID1", BTRFS_BLOCK_GROUP_RAID1 },
+	{ "raid1c3", "RAID1C3", BTRFS_BLOCK_GROUP_RAID1C3 },
+	{ "raid1c4", "RAID1C4", BTRFS_BLOCK_GROUP_RAID1C4 },
+	{ "raid10", "RAID10", BTRFS_BLOCK_GROUP_RAID10 },
+	/* Taken, and refused by ref_mkfs with the reason. */
+	{ "raid5", "RAID5", BTRFS_BLOCK_GROUP_RAID5 },
+	{ "raid6", "RAID6", BTRFS_BLOCK_GROUP_RAID6 },
+};
+#define NPROFILES (sizeof(profiles) / sizeof(profiles[0]))
+
 static int parse_profile(const char *s, uint64_t *out)
 {
-	if (!strcasecmp(s, "single"))
-		*out = 0;
-	else if (!strcasecmp(s, "dup"))
-		*out = BTRFS_BLOCK_GROUP_DUP;
-	else
-		return -1;
-	return 0;
+	for (size_t i = 0; i < NPROFILES; i++)
+		if (!strcasecmp(s, profiles[i].name)) {
+			*out = profiles[i].bit;
+			return 0;
+		}
+	return -1;
+}
+
+static const char *profile_label(uint64_t bit)
+{
+	for (size_t i = 0; i < NPROFILES; i++)
+		if (profiles[i].bit == bit)
+			return profiles[i].label;
+	return "?";
 }
 
 static int parse_csum(const char *s, unsigned *out)
@@ -75,7 +104,7 @@ static int cmd_mkfs(int argc, char **argv)
 	};
 	struct ref_mkfs_opts o;
 	ref_mkfs_defaults(&o);
-	bool force = false, have_seed = false, have_time = false;
+	bool force = false, have_seed = false, have_time = false, have_meta = false;
 	uint64_t v;
 	int c;
 	optind = 1;
@@ -84,12 +113,14 @@ static int cmd_mkfs(int argc, char **argv)
 		switch (c) {
 		case 'd':
 			if (parse_profile(optarg, &o.data_profile))
-				return cli_usage_error(&cli_cmd_mkfs, "data profile '%s': single or dup", optarg);
+				return cli_usage_error(&cli_cmd_mkfs, "data profile '%s': " PROFILE_NAMES,
+						       optarg);
 			break;
 		case 'm':
 			if (parse_profile(optarg, &o.meta_profile))
-				return cli_usage_error(&cli_cmd_mkfs, "metadata profile '%s': single or dup",
+				return cli_usage_error(&cli_cmd_mkfs, "metadata profile '%s': " PROFILE_NAMES,
 						       optarg);
+			have_meta = true;
 			break;
 		case 'C':
 			if (parse_csum(optarg, &o.csum_type))
@@ -122,52 +153,79 @@ static int cmd_mkfs(int argc, char **argv)
 		default: return cli_usage_error(&cli_cmd_mkfs, "unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (argc - optind != 1)
-		return cli_usage_error(&cli_cmd_mkfs, "needs exactly one image");
-	char *img = argv[optind];
-	struct stat st;
-	if (stat(img, &st)) {
+	int nimg = argc - optind;
+	if (nimg < 1)
+		return cli_usage_error(&cli_cmd_mkfs, "needs an image");
+	if (nimg > SIM_MAX_DISKS)
+		return cli_usage_error(&cli_cmd_mkfs, "at most %d images, not %d", SIM_MAX_DISKS, nimg);
+	char **imgs = argv + optind;
+	for (int i = 0; i < nimg; i++)
+		for (int j = 0; j < i; j++)
+			if (!strcmp(imgs[i], imgs[j]))
+				return cli_usage_error(&cli_cmd_mkfs, "%s is given twice", imgs[i]);
+	if (nimg > 1 && !have_meta)
+		o.meta_profile = BTRFS_BLOCK_GROUP_RAID1; /* mkfs.btrfs's default on several devices */
+	for (int i = 0; i < nimg; i++) {
+		struct stat st;
+		if (!stat(imgs[i], &st))
+			continue;
 		if (errno != ENOENT)
-			return cli_fail(&cli_cmd_mkfs, "%s: %s", img, strerror(errno));
+			return cli_fail(&cli_cmd_mkfs, "%s: %s", imgs[i], strerror(errno));
 		if (!o.size)
-			return cli_fail(&cli_cmd_mkfs, "%s does not exist: give --size to create it", img);
-		int fd = open(img, O_WRONLY | O_CREAT | O_EXCL, 0644);
+			return cli_fail(&cli_cmd_mkfs, "%s does not exist: give --size to create it", imgs[i]);
+		int fd = open(imgs[i], O_WRONLY | O_CREAT | O_EXCL, 0644);
 		if (fd < 0 || ftruncate(fd, (off_t)o.size) || close(fd))
-			return cli_fail(&cli_cmd_mkfs, "cannot create %s: %s", img, strerror(errno));
+			return cli_fail(&cli_cmd_mkfs, "cannot create %s: %s", imgs[i], strerror(errno));
 	}
 	if (!have_seed && getrandom(&o.seed, sizeof(o.seed), 0) != sizeof(o.seed))
 		o.seed = (uint64_t)time(NULL);
 	if (!have_time)
 		o.time = (uint64_t)time(NULL);
 	sim_volume *vol;
-	int rc = cli_open_volume(&cli_cmd_mkfs, &img, 1, true, &vol);
+	int rc = cli_open_volume(&cli_cmd_mkfs, imgs, nimg, true, &vol);
 	if (rc)
 		return rc;
-	struct btrfs_super_disk sb;
-	bool valid;
-	if (!force && ref_read_super(vol, 0, 0, &sb, &valid) == 0 && valid) {
-		sim_volume_close(vol);
-		return cli_fail(&cli_cmd_mkfs, "%s holds a btrfs file system already (use -f to overwrite)",
-				img);
+	for (int i = 0; i < nimg; i++) {
+		struct btrfs_super_disk sb;
+		bool valid;
+		if (!force && ref_read_super(vol, (unsigned)i, 0, &sb, &valid) == 0 && valid) {
+			sim_volume_close(vol);
+			return cli_fail(&cli_cmd_mkfs,
+					"%s holds a btrfs file system already (use -f to overwrite)", imgs[i]);
+		}
 	}
 	uint8_t fsid[16];
 	char err[256];
 	if (ref_mkfs(vol, &o, fsid, err, sizeof(err))) {
-		rc = cli_fail(&cli_cmd_mkfs, "%s: %s", img, err);
+		rc = nimg == 1 ? cli_fail(&cli_cmd_mkfs, "%s: %s", imgs[0], err)
+			       : cli_fail(&cli_cmd_mkfs, "%s", err);
 	} else {
+		uint64_t total = 0;
+		for (int i = 0; i < nimg; i++)
+			total += o.size ? o.size : sim_disk_size(vol, (unsigned)i);
 		printf("Label:              %s\nUUID:               ", o.label ? o.label : "(null)");
 		print_uuid(fsid);
 		printf("Node size:          %u\nSector size:        %u\n", o.nodesize, o.sectorsize);
-		printf("Filesystem size:    %llu\n",
-		       (unsigned long long)(o.size ? o.size : sim_disk_size(vol, 0)));
+		printf("Filesystem size:    %llu\n", (unsigned long long)total);
+		const char *data = profile_label(o.data_profile), *meta = profile_label(o.meta_profile);
 		printf("Block group profiles:\n  Data:             %s\n  Metadata:         %s\n"
 		       "  System:           %s\n",
-		       o.data_profile ? "DUP" : "single", o.meta_profile ? "DUP" : "single",
-		       o.meta_profile ? "DUP" : "single");
-		printf("Features:           extref, skinny-metadata, no-holes, free-space-tree\n");
+		       data, meta, meta);
+		printf("Features:           extref, skinny-metadata, no-holes, free-space-tree%s\n",
+		       (o.data_profile | o.meta_profile) &
+				       (BTRFS_BLOCK_GROUP_RAID1C3 | BTRFS_BLOCK_GROUP_RAID1C4)
+			       ? ", raid1c34"
+			       : "");
 		printf("Checksum:           %s\nSeed:               %llu (rerun with --seed %llu --time %llu)\n",
 		       ref_csum_name(o.csum_type), (unsigned long long)o.seed,
 		       (unsigned long long)o.seed, (unsigned long long)o.time);
+		if (nimg > 1) {
+			printf("Number of devices:  %d\nDevices:\n   ID  SIZE          PATH\n", nimg);
+			for (int i = 0; i < nimg; i++)
+				printf("  %3d  %-12llu  %s\n", i + 1,
+				       (unsigned long long)(o.size ? o.size : sim_disk_size(vol, (unsigned)i)),
+				       imgs[i]);
+		}
 	}
 	sim_volume_close(vol);
 	return rc;
@@ -175,7 +233,7 @@ static int cmd_mkfs(int argc, char **argv)
 
 const struct cli_cmd cli_cmd_mkfs = {
 	.name = "mkfs",
-	.summary = "make a new file system on an image file",
+	.summary = "make a new file system on one or more image files",
 	.usage = usage_text,
 	.run = cmd_mkfs,
 };

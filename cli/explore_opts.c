@@ -1,5 +1,6 @@
 /* explore_opts.c - the options of explore and campaign (explore_opts.h). */
 #include "cli/explore_opts.h"
+#include "faults/plan.h"
 
 #include <linux/btrfs_tree.h>
 #include <stdlib.h>
@@ -47,12 +48,21 @@ int cli_explore_load(struct cli_explore *ce, char *err, size_t errlen)
 {
 	if (!ce->faults_path)
 		return 0;
-	snprintf(err, errlen, "%s: fault plans are not loaded yet", ce->faults_path);
-	return -1;
+	if (fault_plan_parse_file(ce->faults_path, &ce->plan, err, errlen))
+		return -1;
+	if (fault_plan_format(ce->plan, &ce->faults_text)) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	ce->o.faults = ce->plan;
+	return 0;
 }
 
 void cli_explore_free(struct cli_explore *ce)
 {
 	free(ce->faults_text);
+	fault_plan_free(ce->plan);
 	ce->faults_text = NULL;
+	ce->plan = NULL;
+	ce->o.faults = NULL;
 }

@@ -4,6 +4,7 @@
  * space until the commit that frees it is durable, the metadata reserve, and
  * new chunks when block groups fill up.
  */
+#include "faults/points.h"
 #include "ref/mutant.h"
 #include "ref/rw.h"
 
@@ -272,6 +273,10 @@ int alloc_tree_block(ref_fs *fs, uint64_t owner, uint8_t level, uint64_t *bytenr
 	uint64_t type = owner == BTRFS_CHUNK_TREE_OBJECTID ? BTRFS_BLOCK_GROUP_SYSTEM
 							  : BTRFS_BLOCK_GROUP_METADATA;
 	uint64_t len;
+	int e = FP_FAIL(FP_REF_ALLOC_TREE_BLOCK);
+	if (e)
+		return ref_fail(fs, e, "no tree block for tree %llu (fault point %s)",
+				(unsigned long long)owner, FP_REF_ALLOC_TREE_BLOCK);
 	/* nodesize-aligned, so that no tree block crosses a stripe boundary */
 	if (!take(fs, type, fs->nodesize, fs->nodesize, fs->nodesize, bytenr, &len)) {
 		int r = alloc_chunk(fs, type);
@@ -310,6 +315,10 @@ int free_tree_block(ref_fs *fs, struct ref_block *b)
 
 int alloc_data(ref_fs *fs, uint64_t want, uint64_t min, uint64_t *start, uint64_t *len)
 {
+	int e = FP_FAIL(FP_REF_ALLOC_DATA);
+	if (e)
+		return ref_fail(fs, e, "no data extent of %llu bytes (fault point %s)",
+				(unsigned long long)want, FP_REF_ALLOC_DATA);
 	if (take(fs, BTRFS_BLOCK_GROUP_DATA, fs->sectorsize, want, min, start, len))
 		return 0;
 	int r = alloc_chunk(fs, BTRFS_BLOCK_GROUP_DATA);
@@ -372,15 +381,22 @@ static int reclaim(ref_fs *fs, uint64_t type, bool *tried)
 
 /* Makes `need` bytes of a kind allocatable: new chunks first, then a commit
  * that releases pinned space. */
-static int reserve(ref_fs *fs, uint64_t type, uint64_t need, const char *what)
+static int reserve(ref_fs *fs, uint64_t type, uint64_t need, const char *what, const char *point)
 {
+	int e = FP_FAIL(point);
+	if (e)
+		return ref_fail(fs, e, "reserving %llu bytes of %s space (fault point %s)",
+				(unsigned long long)need, what, point);
 	bool committed = false;
 	while (alloc_free_bytes(fs, type) < need) {
 		int r = alloc_chunk(fs, type);
-		if (r == -ENOSPC)
+		if (r == -ENOSPC) {
+			char why[sizeof(fs->err)]; /* the chunk allocator's reason */
+			snprintf(why, sizeof(why), "%s", fs->err);
 			r = reclaim(fs, type, &committed);
-		if (r == -ENOSPC)
-			return ref_fail(fs, ENOSPC, "no %s space left", what);
+			if (r == -ENOSPC)
+				return ref_fail(fs, ENOSPC, "no %s space left: %s", what, why);
+		}
 		if (r)
 			return r;
 	}
@@ -390,10 +406,11 @@ static int reserve(ref_fs *fs, uint64_t type, uint64_t need, const char *what)
 int alloc_reserve_meta(ref_fs *fs, uint64_t bytes, bool use_reserve)
 {
 	return reserve(fs, BTRFS_BLOCK_GROUP_METADATA,
-		       bytes + (use_reserve ? 0 : fs->rw->meta_reserve), "metadata");
+		       bytes + (use_reserve ? 0 : fs->rw->meta_reserve), "metadata",
+		       FP_REF_ALLOC_RESERVE_META);
 }
 
 int alloc_reserve_data(ref_fs *fs, uint64_t bytes)
 {
-	return reserve(fs, BTRFS_BLOCK_GROUP_DATA, bytes, "data");
+	return reserve(fs, BTRFS_BLOCK_GROUP_DATA, bytes, "data", FP_REF_ALLOC_RESERVE_DATA);
 }

@@ -9,6 +9,7 @@
  * RAID1C3 and RAID1C4.  Striped profiles (RAID0, RAID10, RAID5/6) are not:
  * such a file system returns ENOSPC once its chunks are full.
  */
+#include "faults/points.h"
 #include "ref/rw.h"
 
 #include <errno.h>
@@ -196,6 +197,13 @@ static int place(ref_fs *fs, uint64_t profile, uint64_t want, struct rw_pending_
 int alloc_chunk(ref_fs *fs, uint64_t type)
 {
 	struct rw_state *rw = fs->rw;
+	int e = FP_FAIL(FP_REF_ALLOC_CHUNK);
+	if (e)
+		return ref_fail(fs, e, "no new %s chunk (fault point %s)",
+				type == BTRFS_BLOCK_GROUP_DATA     ? "data"
+				: type == BTRFS_BLOCK_GROUP_SYSTEM ? "system"
+								   : "metadata",
+				FP_REF_ALLOC_CHUNK);
 	uint64_t profile = UINT64_MAX, total = 0;
 	for (size_t i = 0; i < rw->nbgs; i++)
 		if ((rw->bgs[i].flags & (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA |

@@ -8,6 +8,7 @@
  * (new generation, root pointers, a backup-root slot) go out with FUA.  A
  * crash before the superblocks leaves the previous commit; after, this one.
  */
+#include "faults/points.h"
 #include "ref/mutant.h"
 #include "ref/rw.h"
 
@@ -128,8 +129,11 @@ static int update_root_item(ref_fs *fs, struct rw_tree *t)
 static int settle_round(ref_fs *fs, bool *work)
 {
 	struct rw_state *rw = fs->rw;
-	int r = 0;
+	int r = FP_FAIL(FP_REF_COMMIT_SETTLE);
 	*work = false;
+	if (r)
+		return ref_fail(fs, r, "commit: bringing changes into the trees (fault point %s)",
+				FP_REF_COMMIT_SETTLE);
 	while (rw->npending && !r) {
 		struct rw_pending_chunk pc = rw->pending[0];
 		memmove(rw->pending, rw->pending + 1, (rw->npending - 1) * sizeof(pc));
@@ -173,6 +177,10 @@ static int write_blocks(ref_fs *fs)
 		struct ref_block *b = rw->dirty[i];
 		if (MUTANT(DROP_DIRTY) && i == rw->ndirty / 2)
 			continue;
+		int e = FP_FAIL(FP_REF_COMMIT_WRITE_BLOCKS);
+		if (e)
+			return ref_fail(fs, e, "commit: writing tree block %llu (fault point %s)",
+					(unsigned long long)b->bytenr, FP_REF_COMMIT_WRITE_BLOCKS);
 		struct btrfs_header_disk *h = (void *)b->data;
 		h->flags = htole64(LE64(h->flags) | BTRFS_HEADER_FLAG_WRITTEN);
 		ref_csum(fs->csum_type, b->data + BTRFS_CSUM_BYTES, fs->nodesize - BTRFS_CSUM_BYTES,
@@ -243,6 +251,12 @@ static int write_supers(ref_fs *fs)
 			uint64_t off = btrfs_super_offset(m);
 			if (off + BTRFS_SUPER_SIZE > sim_disk_size(fs->vol, disk))
 				break;
+			int e = FP_FAIL(FP_REF_COMMIT_SUPER);
+			if (e)
+				return ref_fail(
+					fs, e,
+					"writing superblock %d of device %llu (fault point %s)", m,
+					(unsigned long long)fs->devs[d].devid, FP_REF_COMMIT_SUPER);
 			copy.bytenr = htole64(off);
 			ref_csum(fs->csum_type, (uint8_t *)&copy + BTRFS_CSUM_BYTES,
 				 BTRFS_SUPER_SIZE - BTRFS_CSUM_BYTES, copy.csum);
@@ -275,7 +289,13 @@ int rw_commit(ref_fs *fs)
 	if (!r)
 		r = write_blocks(fs);
 	for (size_t d = 0; d < fs->ndevs && !r && !MUTANT(SKIP_FLUSH); d++) {
-		int e = sim_flush(fs->vol, (unsigned)fs->devs[d].disk);
+		int e = FP_FAIL(FP_REF_COMMIT_FLUSH);
+		if (e) {
+			r = ref_fail(fs, e, "flushing device %llu (fault point %s)",
+				     (unsigned long long)fs->devs[d].devid, FP_REF_COMMIT_FLUSH);
+			break;
+		}
+		e = sim_flush(fs->vol, (unsigned)fs->devs[d].disk);
 		if (e)
 			r = ref_fail(fs, -e, "flushing device %llu: %s",
 				     (unsigned long long)fs->devs[d].devid, sim_volume_error(fs->vol));

@@ -6,6 +6,7 @@
  * root.  Every block on a path that changes belongs to the running
  * transaction; the blocks it replaced are freed (pinned until the commit).
  */
+#include "faults/points.h"
 #include "ref/mutant.h"
 #include "ref/rw.h"
 
@@ -31,9 +32,12 @@ static int new_block(ref_fs *fs, struct rw_tree *t, uint8_t level, struct ref_bl
 	int r = alloc_tree_block(fs, t->root.id, level, &bytenr);
 	if (r)
 		return r;
-	struct ref_block *b = rw_block_new(fs, bytenr);
+	bool fault = FP_FAIL(FP_REF_MEM_BLOCK);
+	struct ref_block *b = fault ? NULL : rw_block_new(fs, bytenr);
 	if (!b)
-		return ref_fail(fs, ENOMEM, "out of memory");
+		return ref_fail(fs, ENOMEM, "out of memory for tree block %llu%s",
+				(unsigned long long)bytenr,
+				fault ? " (fault point " FP_REF_MEM_BLOCK ")" : "");
 	struct btrfs_header_disk *h = (void *)b->data;
 	memset(b->data, 0, fs->nodesize);
 	memcpy(h->fsid, fs->meta_fsid, BTRFS_FSID_BYTES);

@@ -5,6 +5,7 @@
  * commit: extent items inserted, re-encoded or deleted, the free-space tree
  * and block-group usage following, and freed data losing its checksums.
  */
+#include "faults/points.h"
 #include "ref/extent.h"
 
 #include <errno.h>
@@ -35,6 +36,10 @@ static struct dref *head(ref_fs *fs, uint64_t bytenr)
 
 int dref_tree(ref_fs *fs, uint64_t bytenr, uint64_t root, uint8_t level, int delta, bool is_new)
 {
+	if (FP_FAIL(FP_REF_MEM_DREF))
+		return ref_fail(fs, ENOMEM,
+				"out of memory for a delayed reference (fault point %s)",
+				FP_REF_MEM_DREF);
 	struct dref *d = head(fs, bytenr);
 	if (!d)
 		return ref_fail(fs, ENOMEM, "out of memory");
@@ -53,6 +58,10 @@ int dref_tree(ref_fs *fs, uint64_t bytenr, uint64_t root, uint8_t level, int del
 int dref_data(ref_fs *fs, uint64_t bytenr, uint64_t num_bytes, uint64_t root, uint64_t ino,
 	      uint64_t offset, int64_t delta, bool is_new)
 {
+	if (FP_FAIL(FP_REF_MEM_DREF))
+		return ref_fail(fs, ENOMEM,
+				"out of memory for a delayed reference (fault point %s)",
+				FP_REF_MEM_DREF);
 	struct dref *d = head(fs, bytenr);
 	if (!d)
 		return ref_fail(fs, ENOMEM, "out of memory");

@@ -1,4 +1,5 @@
 /* io.c - logical reads and writes through the chunk map onto the sim disks. */
+#include "faults/points.h"
 #include "ref/internal.h"
 
 #include <errno.h>
@@ -7,6 +8,10 @@
 /* Reads physical bytes, bouncing through a sector-aligned buffer when needed. */
 static int read_physical(ref_fs *fs, int disk, uint64_t physical, uint8_t *buf, size_t len)
 {
+	int e = FP_FAIL(FP_REF_IO_READ);
+	if (e)
+		return ref_fail(fs, e, "reading %zu bytes at %llu of disk %d (fault point %s)", len,
+				(unsigned long long)physical, disk, FP_REF_IO_READ);
 	uint32_t ss = sim_disk_sector_size(fs->vol, (unsigned)disk);
 	if (physical % ss == 0 && len % ss == 0) {
 		int r = sim_read(fs->vol, (unsigned)disk, physical, buf, len);
@@ -95,6 +100,11 @@ int ref_write_logical(ref_fs *fs, uint64_t logical, const void *buf, size_t len)
 				return ref_fail(fs, EIO, "writing %llu: device %llu is missing",
 						(unsigned long long)logical,
 						(unsigned long long)copies[i].devid);
+			int e = FP_FAIL(FP_REF_IO_WRITE);
+			if (e)
+				return ref_fail(fs, e, "writing %llu to disk %d (fault point %s)",
+						(unsigned long long)logical, copies[i].disk,
+						FP_REF_IO_WRITE);
 			int r = sim_write(fs->vol, (unsigned)copies[i].disk, copies[i].physical, in, run, 0);
 			if (r)
 				return ref_fail(fs, -r, "writing %llu: %s", (unsigned long long)logical,

@@ -1,10 +1,13 @@
 /*
- * mkfs.c - making a new file system on one disk of a sim volume, with the
- * trees and features of mkfs.btrfs's defaults (free-space tree, no-holes,
- * skinny metadata, extended inode refs): a SYSTEM, a METADATA and a DATA
- * chunk, every tree a bulk-built B-tree, all tree blocks written and flushed
- * before the superblocks (FUA), so that a crash leaves no half-made file system
- * that looks whole.
+ * mkfs.c - making a new file system across every disk of a sim volume (disk
+ * i is devid i + 1), with the trees and features of mkfs.btrfs's defaults
+ * (free-space tree, no-holes, skinny metadata, extended inode refs): a
+ * SYSTEM, a METADATA and a DATA chunk in the profiles asked for (single, DUP,
+ * RAID0, RAID1, RAID1C3, RAID1C4, RAID10), their stripes on the devices with
+ * the most room first as mkfs.btrfs and the kernel choose them, every tree a
+ * bulk-built B-tree, all tree blocks written and every disk flushed before the
+ * superblocks (FUA, each with its own device item), so that a crash leaves no
+ * half-made file system that looks whole.
  */
 #include "ref/build.h"
 #include "ref/csum.h"
@@ -18,10 +21,19 @@
 #define MIB (UINT64_C(1) << 20)
 #define NTREES 9 /* chunk, root, extent, dev, fs, csum, uuid, free space, data reloc */
 
+#define MAX_DEVS SIM_MAX_DISKS
+/* The most stripes a SYSTEM chunk may have: its item must fit the superblock's
+ * sys_chunk_array (the kernel's BTRFS_MAX_DEVS_SYS_CHUNK). */
+#define MAX_SYS_STRIPES                                                                  \
+	((BTRFS_SYS_CHUNK_ARRAY_BYTES - 2 * sizeof(struct btrfs_disk_key) -               \
+	  2 * sizeof(struct btrfs_chunk)) / sizeof(struct btrfs_stripe) + 1)
+
 struct mk_chunk {
 	uint64_t logical, length, type;
-	int nstripes;
-	uint64_t physical[2];
+	uint64_t stripe_size; /* bytes of each stripe on its device */
+	int nstripes, sub_stripes;
+	unsigned dev[MAX_DEVS]; /* the disk of each stripe (devid - 1) */
+	uint64_t physical[MAX_DEVS];
 	uint64_t used; /* tree blocks placed in it */
 };
 
@@ -44,9 +56,13 @@ struct mk_tree {
 struct mk {
 	const struct ref_mkfs_opts *o;
 	sim_volume *vol;
-	uint64_t size;
+	unsigned ndevs;
+	uint64_t size[MAX_DEVS]; /* bytes of each device the file system uses */
+	uint64_t total;          /* their sum */
+	uint64_t cursor[MAX_DEVS]; /* next free physical byte of each device */
 	uint64_t gen;
-	uint8_t fsid[16], chunk_uuid[16], dev_uuid[16], fs_uuid[16];
+	uint8_t fsid[16], chunk_uuid[16], fs_uuid[16];
+	uint8_t dev_uuid[MAX_DEVS][16];
 	struct mk_chunk sys, meta, data;
 	struct mk_tree t[NTREES];
 	uint64_t now;
@@ -162,7 +178,7 @@ static int add_root_dir(struct mk *m, struct mk_tree *t)
 
 static int add_chunk_item(struct mk *m, struct mk_tree *t, const struct mk_chunk *c)
 {
-	uint8_t buf[sizeof(struct btrfs_chunk) + sizeof(struct btrfs_stripe)];
+	uint8_t buf[sizeof(struct btrfs_chunk) + (MAX_DEVS - 1) * sizeof(struct btrfs_stripe)];
 	memset(buf, 0, sizeof(buf));
 	struct btrfs_chunk *ci = (void *)buf;
 	ci->length = htole64(c->length);
@@ -173,36 +189,39 @@ static int add_chunk_item(struct mk *m, struct mk_tree *t, const struct mk_chunk
 	ci->io_width = htole32(BTRFS_STRIPE_LEN_DEFAULT);
 	ci->sector_size = htole32(m->o->sectorsize);
 	ci->num_stripes = htole16((uint16_t)c->nstripes);
-	ci->sub_stripes = htole16(1);
+	ci->sub_stripes = htole16((uint16_t)c->sub_stripes);
 	for (int s = 0; s < c->nstripes; s++) {
 		struct btrfs_stripe *st = &ci->stripe + s;
-		st->devid = htole64(1);
+		st->devid = htole64(c->dev[s] + 1);
 		st->offset = htole64(c->physical[s]);
-		memcpy(st->dev_uuid, m->dev_uuid, 16);
+		memcpy(st->dev_uuid, m->dev_uuid[c->dev[s]], 16);
 	}
 	uint32_t size = (uint32_t)(sizeof(*ci) + (c->nstripes - 1) * sizeof(struct btrfs_stripe));
 	return add(t, BTRFS_FIRST_CHUNK_TREE_OBJECTID, BTRFS_CHUNK_ITEM_KEY, c->logical, buf, size);
 }
 
-static uint64_t dev_bytes_used(const struct mk *m)
+/* Bytes of disk d that the chunks' stripes take. */
+static uint64_t dev_bytes_used(const struct mk *m, unsigned d)
 {
 	const struct mk_chunk *c[] = { &m->sys, &m->meta, &m->data };
 	uint64_t used = 0;
 	for (int i = 0; i < 3; i++)
-		used += c[i]->length * (uint64_t)c[i]->nstripes;
+		for (int s = 0; s < c[i]->nstripes; s++)
+			if (c[i]->dev[s] == d)
+				used += c[i]->stripe_size;
 	return used;
 }
 
-static void fill_dev_item(const struct mk *m, struct btrfs_dev_item *di)
+static void fill_dev_item(const struct mk *m, unsigned d, struct btrfs_dev_item *di)
 {
 	memset(di, 0, sizeof(*di));
-	di->devid = htole64(1);
-	di->total_bytes = htole64(m->size);
-	di->bytes_used = htole64(dev_bytes_used(m));
+	di->devid = htole64(d + 1);
+	di->total_bytes = htole64(m->size[d]);
+	di->bytes_used = htole64(dev_bytes_used(m, d));
 	di->io_align = htole32(m->o->sectorsize);
 	di->io_width = htole32(m->o->sectorsize);
 	di->sector_size = htole32(m->o->sectorsize);
-	memcpy(di->uuid, m->dev_uuid, 16);
+	memcpy(di->uuid, m->dev_uuid[d], 16);
 	memcpy(di->fsid, m->fsid, 16);
 }
 
@@ -210,10 +229,13 @@ static void fill_dev_item(const struct mk *m, struct btrfs_dev_item *di)
 static int fixed_items(struct mk *m)
 {
 	int e = 0;
-	/* Chunk tree: the device and the three chunks. */
-	struct btrfs_dev_item di;
-	fill_dev_item(m, &di);
-	e = add(&m->t[T_CHUNK], BTRFS_DEV_ITEMS_OBJECTID, BTRFS_DEV_ITEM_KEY, 1, &di, sizeof(di));
+	/* Chunk tree: the devices and the three chunks. */
+	for (unsigned d = 0; !e && d < m->ndevs; d++) {
+		struct btrfs_dev_item di;
+		fill_dev_item(m, d, &di);
+		e = add(&m->t[T_CHUNK], BTRFS_DEV_ITEMS_OBJECTID, BTRFS_DEV_ITEM_KEY, d + 1, &di,
+			sizeof(di));
+	}
 	const struct mk_chunk *cs[] = { &m->sys, &m->meta, &m->data };
 	for (int i = 0; !e && i < 3; i++)
 		e = add_chunk_item(m, &m->t[T_CHUNK], cs[i]);
@@ -224,10 +246,11 @@ static int fixed_items(struct mk *m)
 				.chunk_tree = htole64(BTRFS_CHUNK_TREE_OBJECTID),
 				.chunk_objectid = htole64(BTRFS_FIRST_CHUNK_TREE_OBJECTID),
 				.chunk_offset = htole64(cs[i]->logical),
-				.length = htole64(cs[i]->length),
+				.length = htole64(cs[i]->stripe_size),
 			};
 			memcpy(de.chunk_tree_uuid, m->chunk_uuid, 16);
-			e = add(&m->t[T_DEV], 1, BTRFS_DEV_EXTENT_KEY, cs[i]->physical[s], &de, sizeof(de));
+			e = add(&m->t[T_DEV], cs[i]->dev[s] + 1, BTRFS_DEV_EXTENT_KEY, cs[i]->physical[s],
+				&de, sizeof(de));
 		}
 	}
 	/* The top-level subvolume and the data relocation tree: a root directory each. */
@@ -314,7 +337,8 @@ static int root_item(struct mk *m, struct mk_tree *t)
 	ri.bytenr = htole64(t->addr[t->nblocks - 1]);
 	ri.bytes_used = htole64(t->nblocks * (uint64_t)m->o->nodesize);
 	ri.refs = htole32(1);
-	ri.level = (uint8_t)t->level;
+	/* The root is the last block (t->level is known only once the tree is written). */
+	ri.level = (uint8_t)build_level(m->o->nodesize, t->leaves, t->nblocks - 1);
 	if (t->id == BTRFS_FS_TREE_OBJECTID) {
 		memcpy(ri.uuid, m->fs_uuid, 16);
 		set_time(&ri.ctime, m->now);
@@ -462,30 +486,126 @@ static uint64_t clamp(uint64_t v, uint64_t lo, uint64_t hi)
 	return v < lo ? lo : v > hi ? hi : v;
 }
 
-static void layout(struct mk *m)
+/* The stripes of a chunk of profile prof on m's devices: how many, how many
+ * hold distinct data (the chunk is that many stripes long), sub_stripes. */
+static void stripes_of(const struct mk *m, uint64_t prof, bool sys, int *n, int *data, int *sub)
 {
-	uint64_t cursor = MIB, logical = MIB;
-	uint64_t tenth = m->size / 10 / MIB * MIB;
-	struct { struct mk_chunk *c; uint64_t len, type; } want[3] = {
-		{ &m->sys, 4 * MIB, BTRFS_BLOCK_GROUP_SYSTEM | m->o->meta_profile },
-		{ &m->meta, clamp(tenth, 32 * MIB, 256 * MIB), BTRFS_BLOCK_GROUP_METADATA | m->o->meta_profile },
-		{ &m->data, clamp(tenth, 8 * MIB, 1024 * MIB), BTRFS_BLOCK_GROUP_DATA | m->o->data_profile },
-	};
-	for (int i = 0; i < 3; i++) {
-		struct mk_chunk *c = want[i].c;
-		c->logical = logical;
-		c->length = want[i].len;
-		c->type = want[i].type;
-		c->nstripes = (c->type & BTRFS_BLOCK_GROUP_DUP) ? 2 : 1;
-		for (int s = 0; s < c->nstripes; s++)
-			c->physical[s] = phys_alloc(&cursor, c->length);
-		logical += c->length;
+	unsigned most = sys ? (unsigned)MAX_SYS_STRIPES : MAX_DEVS;
+	unsigned devs = m->ndevs < most ? m->ndevs : most;
+	*sub = 1;
+	*data = 1;
+	switch (prof) {
+	case BTRFS_BLOCK_GROUP_DUP: *n = 2; break;
+	case BTRFS_BLOCK_GROUP_RAID1: *n = 2; break;
+	case BTRFS_BLOCK_GROUP_RAID1C3: *n = 3; break;
+	case BTRFS_BLOCK_GROUP_RAID1C4: *n = 4; break;
+	case BTRFS_BLOCK_GROUP_RAID0: *n = *data = (int)devs; break;
+	case BTRFS_BLOCK_GROUP_RAID10:
+		*n = (int)(devs & ~1u);
+		*data = *n / 2;
+		*sub = 2;
+		break;
+	default: *n = 1; break;
 	}
 }
 
-static uint64_t chunk_end(const struct mk_chunk *c)
+/*
+ * Where the three chunks go.  Each stripe is a tenth of the smallest device
+ * (SYSTEM 4 MiB, METADATA 32 to 256 MiB, DATA 8 MiB to 1 GiB), a striped
+ * chunk as long as its data stripes together (at most 64 MiB, 256 MiB and
+ * 10 GiB); the devices with the most room left take the stripes (ties: the
+ * lower devid), as mkfs.btrfs and the kernel choose them; both DUP copies
+ * go on one device.  Physical space is handed out from 1 MiB on each device.
+ */
+static int layout(struct mk *m)
 {
-	return c->physical[c->nstripes - 1] + c->length;
+	uint64_t logical = MIB, smallest = UINT64_MAX;
+	for (unsigned d = 0; d < m->ndevs; d++) {
+		m->cursor[d] = MIB;
+		if (m->size[d] < smallest)
+			smallest = m->size[d];
+	}
+	uint64_t tenth = smallest / 10 / MIB * MIB;
+	struct { struct mk_chunk *c; uint64_t stripe, cap, type; } want[3] = {
+		{ &m->sys, 4 * MIB, 64 * MIB, BTRFS_BLOCK_GROUP_SYSTEM | m->o->meta_profile },
+		{ &m->meta, clamp(tenth, 32 * MIB, 256 * MIB), 256 * MIB,
+		  BTRFS_BLOCK_GROUP_METADATA | m->o->meta_profile },
+		{ &m->data, clamp(tenth, 8 * MIB, 1024 * MIB), 10240 * MIB,
+		  BTRFS_BLOCK_GROUP_DATA | m->o->data_profile },
+	};
+	for (int i = 0; i < 3; i++) {
+		struct mk_chunk *c = want[i].c;
+		uint64_t prof = want[i].type & BTRFS_BLOCK_GROUP_PROFILE_MASK;
+		int data;
+		stripes_of(m, prof, i == 0, &c->nstripes, &data, &c->sub_stripes);
+		uint64_t stripe = want[i].stripe;
+		if (stripe * (uint64_t)data > want[i].cap)
+			stripe = clamp(want[i].cap / (uint64_t)data / MIB * MIB, MIB, stripe);
+		c->logical = logical;
+		c->type = want[i].type;
+		c->stripe_size = stripe;
+		c->length = stripe * (uint64_t)data;
+		/* Devices by room left, most first. */
+		unsigned order[MAX_DEVS];
+		for (unsigned d = 0; d < m->ndevs; d++) {
+			unsigned j = d;
+			uint64_t room = m->size[d] > m->cursor[d] ? m->size[d] - m->cursor[d] : 0;
+			for (; j > 0; j--) {
+				unsigned p = order[j - 1];
+				uint64_t proom = m->size[p] > m->cursor[p] ? m->size[p] - m->cursor[p] : 0;
+				if (proom >= room)
+					break;
+				order[j] = p;
+			}
+			order[j] = d;
+		}
+		for (int s = 0; s < c->nstripes; s++) {
+			c->dev[s] = order[prof == BTRFS_BLOCK_GROUP_DUP ? 0 : s];
+			c->physical[s] = phys_alloc(&m->cursor[c->dev[s]], stripe);
+		}
+		logical += c->length;
+	}
+	for (unsigned d = 0; d < m->ndevs; d++) {
+		if (m->cursor[d] <= m->size[d])
+			continue;
+		if (m->ndevs == 1)
+			return fail(m, ENOSPC, "the disk is too small: %llu bytes, this layout needs %llu",
+				    (unsigned long long)m->size[d], (unsigned long long)m->cursor[d]);
+		return fail(m, ENOSPC, "disk %u (devid %u) is too small: %llu bytes, this layout needs %llu",
+			    d, d + 1, (unsigned long long)m->size[d], (unsigned long long)m->cursor[d]);
+	}
+	return 0;
+}
+
+/* The copies of the tree block at `logical` in chunk c (a block never
+ * crosses a stripe unit: it is at most 64 KiB and aligned to its size). */
+static int block_copies(const struct mk_chunk *c, uint64_t logical, unsigned *dev, uint64_t *phys)
+{
+	uint64_t off = logical - c->logical, sl = BTRFS_STRIPE_LEN_DEFAULT;
+	uint64_t unit = off / sl, in = off % sl;
+	unsigned n = (unsigned)c->nstripes;
+	switch (c->type & BTRFS_BLOCK_GROUP_PROFILE_MASK) {
+	case BTRFS_BLOCK_GROUP_RAID0: {
+		unsigned idx = (unsigned)(unit % n);
+		dev[0] = c->dev[idx];
+		phys[0] = c->physical[idx] + unit / n * sl + in;
+		return 1;
+	}
+	case BTRFS_BLOCK_GROUP_RAID10: {
+		unsigned factor = n / 2, idx = (unsigned)(unit % factor) * 2;
+		for (unsigned i = 0; i < 2; i++) {
+			dev[i] = c->dev[idx + i];
+			phys[i] = c->physical[idx + i] + unit / factor * sl + in;
+		}
+		return 2;
+	}
+	default:
+		for (unsigned s = 0; s < n; s++) {
+			dev[s] = c->dev[s];
+			phys[s] = c->physical[s] + off;
+		}
+		return (int)n;
+	}
 }
 
 static int write_tree(struct mk *m, struct mk_tree *t)
@@ -504,18 +624,20 @@ static int write_tree(struct mk *m, struct mk_tree *t)
 				 (unsigned long long)t->id, m->o->nodesize);
 	}
 	for (size_t b = 0; !r && b < t->nblocks; b++) {
-		for (int s = 0; !r && s < t->chunk->nstripes; s++) {
-			uint64_t phys = t->chunk->physical[s] + (t->addr[b] - t->chunk->logical);
-			if (sim_write(m->vol, 0, phys, blocks + b * m->o->nodesize, m->o->nodesize, 0))
+		unsigned dev[MAX_DEVS];
+		uint64_t phys[MAX_DEVS];
+		int n = block_copies(t->chunk, t->addr[b], dev, phys);
+		for (int s = 0; !r && s < n; s++)
+			if (sim_write(m->vol, dev[s], phys[s], blocks + b * m->o->nodesize, m->o->nodesize, 0))
 				r = fail(m, EIO, "%s", sim_volume_error(m->vol));
-		}
 	}
 	free(items);
 	free(blocks);
 	return r;
 }
 
-static void fill_super(struct mk *m, struct btrfs_super_disk *sb)
+/* Device d's superblock: the same on every device but for the device item. */
+static void fill_super(struct mk *m, unsigned d, struct btrfs_super_disk *sb)
 {
 	memset(sb, 0, sizeof(*sb));
 	memcpy(sb->fsid, m->fsid, 16);
@@ -525,10 +647,10 @@ static void fill_super(struct mk *m, struct btrfs_super_disk *sb)
 	const struct mk_tree *root = &m->t[T_ROOT], *chunk = &m->t[T_CHUNK];
 	sb->root = htole64(root->addr[root->nblocks - 1]);
 	sb->chunk_root = htole64(chunk->addr[chunk->nblocks - 1]);
-	sb->total_bytes = htole64(m->size);
+	sb->total_bytes = htole64(m->total);
 	sb->bytes_used = htole64(m->sys.used + m->meta.used + m->data.used);
 	sb->root_dir_objectid = htole64(BTRFS_ROOT_TREE_DIR_OBJECTID);
-	sb->num_devices = htole64(1);
+	sb->num_devices = htole64(m->ndevs);
 	sb->sectorsize = htole32(m->o->sectorsize);
 	sb->nodesize = htole32(m->o->nodesize);
 	sb->leafsize = htole32(m->o->nodesize);
@@ -536,14 +658,16 @@ static void fill_super(struct mk *m, struct btrfs_super_disk *sb)
 	sb->chunk_root_generation = htole64(m->gen);
 	sb->compat_ro_flags = htole64(BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE |
 				      BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE_VALID);
-	sb->incompat_flags = htole64(BTRFS_FEATURE_INCOMPAT_MIXED_BACKREF |
-				     BTRFS_FEATURE_INCOMPAT_EXTENDED_IREF |
-				     BTRFS_FEATURE_INCOMPAT_SKINNY_METADATA |
-				     BTRFS_FEATURE_INCOMPAT_NO_HOLES);
+	uint64_t incompat = BTRFS_FEATURE_INCOMPAT_MIXED_BACKREF | BTRFS_FEATURE_INCOMPAT_EXTENDED_IREF |
+			    BTRFS_FEATURE_INCOMPAT_SKINNY_METADATA | BTRFS_FEATURE_INCOMPAT_NO_HOLES;
+	if ((m->o->data_profile | m->o->meta_profile) &
+	    (BTRFS_BLOCK_GROUP_RAID1C3 | BTRFS_BLOCK_GROUP_RAID1C4))
+		incompat |= BTRFS_FEATURE_INCOMPAT_RAID1C34;
+	sb->incompat_flags = htole64(incompat);
 	sb->csum_type = htole16((uint16_t)m->o->csum_type);
 	sb->root_level = (uint8_t)root->level;
 	sb->chunk_root_level = (uint8_t)chunk->level;
-	fill_dev_item(m, &sb->dev_item);
+	fill_dev_item(m, d, &sb->dev_item);
 	if (m->o->label)
 		strncpy(sb->label, m->o->label, sizeof(sb->label) - 1);
 	sb->uuid_tree_generation = htole64(m->gen);
@@ -579,21 +703,23 @@ static void fill_super(struct mk *m, struct btrfs_super_disk *sb)
 	bk->num_devices = sb->num_devices;
 }
 
-/* Every superblock copy that fits on the disk, FUA: the file system exists
- * only once these land, after the flushed trees. */
+/* Every superblock copy that fits on each device, FUA: the file system
+ * exists only once these land, after the flushed trees. */
 static int write_supers(struct mk *m)
 {
-	struct btrfs_super_disk sb;
-	fill_super(m, &sb);
-	for (int i = 0; i < BTRFS_SUPER_MIRRORS; i++) {
-		uint64_t off = btrfs_super_offset(i);
-		if (off + BTRFS_SUPER_SIZE > m->size)
-			break;
-		sb.bytenr = htole64(off);
-		ref_csum(m->o->csum_type, (uint8_t *)&sb + BTRFS_CSUM_BYTES,
-			 BTRFS_SUPER_SIZE - BTRFS_CSUM_BYTES, sb.csum);
-		if (sim_write(m->vol, 0, off, &sb, sizeof(sb), SIM_FUA))
-			return fail(m, EIO, "%s", sim_volume_error(m->vol));
+	for (unsigned d = 0; d < m->ndevs; d++) {
+		struct btrfs_super_disk sb;
+		fill_super(m, d, &sb);
+		for (int i = 0; i < BTRFS_SUPER_MIRRORS; i++) {
+			uint64_t off = btrfs_super_offset(i);
+			if (off + BTRFS_SUPER_SIZE > m->size[d])
+				break;
+			sb.bytenr = htole64(off);
+			ref_csum(m->o->csum_type, (uint8_t *)&sb + BTRFS_CSUM_BYTES,
+				 BTRFS_SUPER_SIZE - BTRFS_CSUM_BYTES, sb.csum);
+			if (sim_write(m->vol, d, off, &sb, sizeof(sb), SIM_FUA))
+				return fail(m, EIO, "%s", sim_volume_error(m->vol));
+		}
 	}
 	return 0;
 }
@@ -603,12 +729,38 @@ static bool pow2(uint64_t x)
 	return x && !(x & (x - 1));
 }
 
+/* The fewest devices a profile needs, as mkfs.btrfs counts them. */
+static unsigned devs_min(uint64_t prof)
+{
+	switch (prof) {
+	case BTRFS_BLOCK_GROUP_RAID1:
+	case BTRFS_BLOCK_GROUP_RAID10: return 2;
+	case BTRFS_BLOCK_GROUP_RAID1C3: return 3;
+	case BTRFS_BLOCK_GROUP_RAID1C4: return 4;
+	default: return 1;
+	}
+}
+
+static int check_profile(struct mk *m, const char *what, uint64_t prof)
+{
+	if ((prof & ~(uint64_t)BTRFS_BLOCK_GROUP_PROFILE_MASK) || (prof & (prof - 1)))
+		return fail(m, EINVAL, "%s profile 0x%llx is not one of single, dup, raid0, raid1, raid1c3, raid1c4, raid10",
+			    what, (unsigned long long)prof);
+	if (prof & BTRFS_BLOCK_GROUP_RAID56_MASK)
+		return fail(m, EOPNOTSUPP, "%s profile %s: writing RAID5/6 is not implemented", what,
+			    ref_profile_name(prof));
+	if (m->ndevs < devs_min(prof))
+		return fail(m, EINVAL, "%s profile %s needs at least %u devices, the volume has %u", what,
+			    ref_profile_name(prof), devs_min(prof), m->ndevs);
+	return 0;
+}
+
 static int check_opts(struct mk *m)
 {
 	const struct ref_mkfs_opts *o = m->o;
-	if (sim_volume_ndisks(m->vol) != 1)
-		return fail(m, EOPNOTSUPP,
-			    "mkfs makes one-device file systems; multi-device profiles come with the volume manager");
+	m->ndevs = sim_volume_ndisks(m->vol);
+	if (m->ndevs < 1 || m->ndevs > MAX_DEVS)
+		return fail(m, EINVAL, "the volume has %u disks", m->ndevs);
 	if (o->sectorsize != 4096)
 		return fail(m, EINVAL, "sectorsize %u: only 4096 is supported", o->sectorsize);
 	if (!pow2(o->nodesize) || o->nodesize < o->sectorsize || o->nodesize > 65536)
@@ -616,23 +768,28 @@ static int check_opts(struct mk *m)
 			    o->sectorsize);
 	if (!ref_csum_size(o->csum_type))
 		return fail(m, EINVAL, "unknown checksum type %u", o->csum_type);
-	if ((o->data_profile & ~(uint64_t)BTRFS_BLOCK_GROUP_DUP) ||
-	    (o->meta_profile & ~(uint64_t)BTRFS_BLOCK_GROUP_DUP))
-		return fail(m, EOPNOTSUPP, "one device: profiles single and DUP only");
+	int r = check_profile(m, "metadata", o->meta_profile);
+	if (!r)
+		r = check_profile(m, "data", o->data_profile);
+	if (r)
+		return r;
 	if (o->label && strlen(o->label) >= BTRFS_LABEL_BYTES)
 		return fail(m, EINVAL, "label longer than %d bytes", BTRFS_LABEL_BYTES - 1);
-	uint64_t disk = sim_disk_size(m->vol, 0);
-	m->size = o->size ? o->size : disk;
-	if (m->size > disk)
-		return fail(m, EINVAL, "size %llu exceeds the disk (%llu bytes)",
-			    (unsigned long long)m->size, (unsigned long long)disk);
-	m->size -= m->size % o->sectorsize;
-	layout(m);
-	uint64_t need = chunk_end(&m->data);
-	if (need > m->size)
-		return fail(m, ENOSPC, "the disk is too small: %llu bytes, this layout needs %llu",
-			    (unsigned long long)m->size, (unsigned long long)need);
-	return 0;
+	m->total = 0;
+	for (unsigned d = 0; d < m->ndevs; d++) {
+		uint64_t disk = sim_disk_size(m->vol, d);
+		m->size[d] = o->size ? o->size : disk;
+		if (m->size[d] > disk) {
+			if (m->ndevs == 1)
+				return fail(m, EINVAL, "size %llu exceeds the disk (%llu bytes)",
+					    (unsigned long long)m->size[d], (unsigned long long)disk);
+			return fail(m, EINVAL, "size %llu exceeds disk %u (%llu bytes)",
+				    (unsigned long long)m->size[d], d, (unsigned long long)disk);
+		}
+		m->size[d] -= m->size[d] % o->sectorsize;
+		m->total += m->size[d];
+	}
+	return layout(m);
 }
 
 void ref_mkfs_defaults(struct ref_mkfs_opts *o)
@@ -660,8 +817,10 @@ int ref_mkfs(sim_volume *vol, const struct ref_mkfs_opts *o, uint8_t fsid[16], c
 	uint64_t state = o->seed;
 	uuid_from(&state, m.fsid);
 	uuid_from(&state, m.chunk_uuid);
-	uuid_from(&state, m.dev_uuid);
-	uuid_from(&state, m.fs_uuid);
+	uuid_from(&state, m.dev_uuid[0]);
+	uuid_from(&state, m.fs_uuid); /* before the other devices': one device as it always was */
+	for (unsigned d = 1; d < MAX_DEVS; d++)
+		uuid_from(&state, m.dev_uuid[d]);
 	int r = check_opts(&m);
 	if (!r && (r = fixed_items(&m)))
 		r = r == -ENOMEM ? fail(&m, ENOMEM, "out of memory") : r;
@@ -669,8 +828,9 @@ int ref_mkfs(sim_volume *vol, const struct ref_mkfs_opts *o, uint8_t fsid[16], c
 		r = plan(&m);
 	for (int i = 0; !r && i < NTREES; i++)
 		r = write_tree(&m, &m.t[i]);
-	if (!r && sim_flush(vol, 0))
-		r = fail(&m, EIO, "%s", sim_volume_error(vol));
+	for (unsigned d = 0; !r && d < m.ndevs; d++)
+		if (sim_flush(vol, d))
+			r = fail(&m, EIO, "%s", sim_volume_error(vol));
 	if (!r)
 		r = write_supers(&m);
 	if (!r && fsid)

@@ -290,7 +290,12 @@ void ref_close(ref_fs *fs)
 
 int ref_find_root(ref_fs *fs, uint64_t id, struct ref_root *out)
 {
-	if (fs->rw) {
+	/* Writing: the trees as the running transaction changed them.  After a
+	 * failure (read-only now) readers see the last commit, which is the file
+	 * system: the failed transaction's blocks are at addresses that commit
+	 * does not reference, so its trees read as they were. */
+	bool live = fs->rw && !fs->rw->failed;
+	if (live) {
 		struct rw_tree *t = rw_tree_find(fs, id);
 		if (t) {
 			*out = t->root;
@@ -309,8 +314,8 @@ int ref_find_root(ref_fs *fs, uint64_t id, struct ref_root *out)
 	struct ref_key k;
 	const uint8_t *data;
 	uint32_t size;
-	struct ref_root tree_root = fs->rw ? rw_tree_find(fs, BTRFS_ROOT_TREE_OBJECTID)->root
-					   : fs->tree_root;
+	struct ref_root tree_root =
+		live ? rw_tree_find(fs, BTRFS_ROOT_TREE_OBJECTID)->root : fs->tree_root;
 	int r = ref_find_first(fs, &tree_root, id, BTRFS_ROOT_ITEM_KEY, &path, &k, &data, &size);
 	if (r == -ENOENT)
 		return ref_fail(fs, ENOENT, "no tree %llu in the root tree", (unsigned long long)id);

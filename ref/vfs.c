@@ -41,7 +41,9 @@ int ref_sync(ref_fs *fs)
 
 int ref_umount(ref_fs *fs)
 {
-	int r = fs->rw && !fs->rw->failed ? rw_commit(fs) : 0;
+	/* After a failed commit or an aborted operation nothing more reaches the
+	 * disks: the unmount reports that what the last commit did not hold is lost. */
+	int r = !fs->rw ? 0 : fs->rw->failed ? -EIO : rw_commit(fs);
 	ref_close(fs);
 	return r;
 }

@@ -37,7 +37,8 @@ struct ref_mount_opts {
  * reason.  After a crash nothing needs recovering: the last commit is whole. */
 int ref_mount(sim_volume *vol, const struct ref_mount_opts *opts, ref_fs **out, char *err,
 	      size_t errlen);
-/* Commits and closes; returns the commit's result (the fs is closed anyway). */
+/* Commits and closes; returns the commit's result, -EIO when an earlier
+ * failure had turned the file system read-only (the fs is closed anyway). */
 int ref_umount(ref_fs *fs);
 int ref_sync(ref_fs *fs);
 

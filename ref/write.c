@@ -6,6 +6,7 @@
  * extents: num_bytes of each extent with disk space, ram_bytes of an inline
  * one.
  */
+#include "faults/points.h"
 #include "ref/extent.h"
 #include "ref/vfs_int.h"
 
@@ -216,9 +217,13 @@ static int write_aligned(ref_fs *fs, const struct ref_ino *ino, struct btrfs_ino
 		if (sums) {
 			uint64_t n = got / fs->sectorsize;
 			free(csums);
-			if (!(csums = malloc(n * fs->csum_size))) {
+			bool fault = FP_FAIL(FP_REF_MEM_CSUM);
+			csums = fault ? NULL : malloc(n * fs->csum_size);
+			if (!csums) {
 				alloc_unreserve_data(fs, start, got);
-				r = ref_fail(fs, ENOMEM, "out of memory");
+				r = ref_fail(fs, ENOMEM, "out of memory for %llu checksums%s",
+					     (unsigned long long)n,
+					     fault ? " (fault point " FP_REF_MEM_CSUM ")" : "");
 				break;
 			}
 			for (uint64_t s = 0; s < n; s++) {
@@ -359,9 +364,12 @@ int file_write(ref_fs *fs, const struct ref_ino *ino, const void *buf, size_t le
 		if (a == off && b == end) /* whole sectors: straight from the caller */
 			return finish_write(fs, ino, &ii, write_aligned(fs, ino, &ii, a, buf, len),
 					    newsize);
-		uint8_t *data = malloc(b - a);
+		bool fault = FP_FAIL(FP_REF_MEM_WRITE_BUF);
+		uint8_t *data = fault ? NULL : malloc(b - a);
 		if (!data)
-			return ref_fail(fs, ENOMEM, "out of memory");
+			return ref_fail(fs, ENOMEM, "out of memory for a %llu-byte write buffer%s",
+					(unsigned long long)(b - a),
+					fault ? " (fault point " FP_REF_MEM_WRITE_BUF ")" : "");
 		memset(data, 0, ss); /* the partial sectors at the ends */
 		memset(data + (b - a) - ss, 0, ss);
 		/* The partial sectors at both ends keep the bytes already there. */

@@ -4,6 +4,7 @@
  * and the IO-log entry each request leaves.
  */
 #include "internal.h"
+#include "faults/points.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -79,9 +80,27 @@ static int io_end(sim_volume *vol, struct sim_io *io, int status, const void *pa
 	return status ? status : r;
 }
 
+/* The libfiu fault points of each kind of request (faults/points.h): before
+ * it is served, and at its completion. */
+static const char *const fp_before[SIM_IO_KIND_COUNT] = {
+	[SIM_IO_READ] = FP_SIM_READ,
+	[SIM_IO_WRITE] = FP_SIM_WRITE,
+	[SIM_IO_WRITE_FUA] = FP_SIM_WRITE,
+	[SIM_IO_FLUSH] = FP_SIM_FLUSH,
+	[SIM_IO_DISCARD] = FP_SIM_DISCARD,
+};
+static const char *const fp_done[SIM_IO_KIND_COUNT] = {
+	[SIM_IO_READ] = FP_SIM_READ_DONE,
+	[SIM_IO_WRITE] = FP_SIM_WRITE_DONE,
+	[SIM_IO_WRITE_FUA] = FP_SIM_WRITE_DONE,
+	[SIM_IO_FLUSH] = FP_SIM_FLUSH_DONE,
+	[SIM_IO_DISCARD] = FP_SIM_DISCARD_DONE,
+};
+
 /* The checks every request passes after its argument checks: disk-level faults,
- * a lost disk, a flaky disk.  Returns 0 to go on, or the request's failed status
- * (already logged).  Faults match sectors io->sector + span. */
+ * the device-vanish fault point, a lost disk, the request's fault point, a flaky
+ * disk.  Returns 0 to go on, or the request's failed status (already logged).
+ * Faults match sectors io->sector + span. */
 static int io_gate(sim_volume *vol, struct sim_io *io, uint64_t span,
 		   const struct sim_fault **rf)
 {
@@ -89,13 +108,23 @@ static int io_gate(sim_volume *vol, struct sim_io *io, uint64_t span,
 	int r = fault_before_request(vol, io->disk, io->sector, span);
 	if (r)
 		return r;
+	struct sim_disk *d = &vol->disk[io->disk];
+	if (!d->lost && FP_FAIL(FP_SIM_DEVICE_VANISH) && (r = sim_disk_lose(vol, io->disk)))
+		return r;
 	/* The faults above may have logged entries: the request follows them. */
 	io->seq = vol->next_seq++;
-	io->epoch = vol->disk[io->disk].epoch;
-	struct sim_disk *d = &vol->disk[io->disk];
+	io->epoch = d->epoch;
 	if (d->lost) {
 		sim_fail(vol, EIO, "%s: disk %u is lost", op_name[io->kind], io->disk);
 		return io_end(vol, io, -EIO, NULL, 0);
+	}
+	int e = FP_FAIL(fp_before[io->kind]);
+	if (e) { /* as a flaky disk's failure: nothing done */
+		io->fault = SIM_FAULT_FLAKY;
+		sim_fail(vol, e, "%s: disk %u: request %llu failed (fault point %s)",
+			 op_name[io->kind], io->disk, (unsigned long long)io->seq,
+			 fp_before[io->kind]);
+		return io_end(vol, io, -e, NULL, 0);
 	}
 	*rf = fault_on_request(vol, io->disk, io->seq, io->sector, span,
 			       (enum sim_io_kind)io->kind);
@@ -106,6 +135,39 @@ static int io_gate(sim_volume *vol, struct sim_io *io, uint64_t span,
 		return io_end(vol, io, -EIO, NULL, 0);
 	}
 	return 0;
+}
+
+/* Completes a request that was served: io_end, then the completion's fault
+ * point, which reports an error for a request the disk did.  Its entry stays as
+ * the disk acted (status 0); a SIM_IO_FAULT entry after it (flaky, status the
+ * error, fault_arg the request's seq) records the failed completion. */
+static int io_done(sim_volume *vol, struct sim_io *io, const void *payload, size_t len)
+{
+	int r = io_end(vol, io, 0, payload, len);
+	int e = r ? 0 : FP_FAIL(fp_done[io->kind]);
+	if (!e)
+		return r;
+	struct sim_disk *d = &vol->disk[io->disk];
+	struct sim_io f = {
+		.seq = vol->next_seq++,
+		.epoch = d->epoch,
+		.sector = io->sector,
+		.nsectors = io->nsectors,
+		.disk = io->disk,
+		.kind = SIM_IO_FAULT,
+		.fault = SIM_FAULT_FLAKY,
+		.fault_arg = io->seq,
+		.status = -e,
+		.sim_time_ns = vol->sim_time_ns,
+	};
+	d->st.errors++;
+	d->st.faults++;
+	if ((r = log_append(vol, &f, NULL, 0)))
+		return r;
+	return sim_fail(
+		vol, e,
+		"%s: disk %u: request %llu done, but its completion failed (fault point %s)",
+		op_name[io->kind], io->disk, (unsigned long long)io->seq, fp_done[io->kind]);
 }
 
 /* The latest acknowledged content: the cache over the media. */
@@ -165,7 +227,7 @@ int sim_read(sim_volume *vol, unsigned disk, uint64_t offset, void *buf, size_t 
 	io.csum = XXH3_64bits(buf, len);
 	d->st.reads++;
 	d->st.bytes_read += len;
-	return io_end(vol, &io, 0, NULL, len);
+	return io_done(vol, &io, NULL, len);
 }
 
 /* Earlier volatile writes lose the sectors a FUA write made durable. */
@@ -304,7 +366,7 @@ int sim_write(sim_volume *vol, unsigned disk, uint64_t offset, const void *buf, 
 	d->st.writes++;
 	d->st.fua_writes += fua;
 	d->st.bytes_written += len;
-	return io_end(vol, &io, 0, buf, len);
+	return io_done(vol, &io, buf, len);
 }
 
 int sim_flush(sim_volume *vol, unsigned disk)
@@ -324,7 +386,7 @@ int sim_flush(sim_volume *vol, unsigned disk)
 		return io_end(vol, &io, r, NULL, 0);
 	d->epoch++;
 	d->st.flushes++;
-	return io_end(vol, &io, 0, NULL, 0);
+	return io_done(vol, &io, NULL, 0);
 }
 
 int sim_discard(sim_volume *vol, unsigned disk, uint64_t offset, size_t len)
@@ -347,7 +409,7 @@ int sim_discard(sim_volume *vol, unsigned disk, uint64_t offset, size_t len)
 		return io_end(vol, &io, r, NULL, 0);
 	disk_clear_latent(d, sector, n);
 	d->st.discards++;
-	return io_end(vol, &io, 0, NULL, 0);
+	return io_done(vol, &io, NULL, 0);
 }
 
 int sim_read_durable(sim_volume *vol, unsigned disk, uint64_t offset, void *buf, size_t len)

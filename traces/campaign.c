@@ -2,6 +2,7 @@
 #include "traces/campaign.h"
 #include "traces/ace.h"
 #include "traces/run.h"
+#include "faults/plan.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -16,11 +17,20 @@ static double now(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+/* The hits at which a sweep fires each point: the first, and a later one
+ * (by then a commit or two is under way). */
+static const unsigned sweep_nth[] = { 1, 4 };
+#define NSWEEP_NTH (sizeof(sweep_nth) / sizeof(sweep_nth[0]))
+
 struct camp {
 	const struct campaign_opts *c;
 	struct campaign_result *res;
-	uint64_t total, done;
+	uint64_t total, done;      /* runs: workloads x sweep plans */
+	uint64_t workloads;        /* workloads begun (what --limit counts) */
 	double t0, last_progress;
+	struct fault_plan **sweep;  /* fault_sweep: one plan per point and nth */
+	char **sweep_text;
+	size_t nsweep;
 };
 
 static void progress(struct camp *k, bool final)
@@ -37,14 +47,21 @@ static void progress(struct camp *k, bool final)
 	fflush(p);
 }
 
-/* Explores and records one workload of the campaign. */
-static int one(struct camp *k, const struct wl_workload *w, const struct explore_opts *o,
-	       char *err, size_t errlen)
+/* Explores and records one workload of the campaign under one fault plan
+ * (NULL: the campaign's). */
+static int one_run(struct camp *k, const struct wl_workload *w, const struct explore_opts *base,
+		   const struct fault_plan *plan, const char *plan_text, char *err, size_t errlen)
 {
 	const struct campaign_opts *c = k->c;
 	struct record_opts ro = c->ro;
 	ro.kind = "campaign";
 	ro.campaign_id = k->res->id;
+	struct explore_opts q = *base;
+	const struct explore_opts *o = &q;
+	if (plan) {
+		q.faults = plan;
+		ro.faults = plan_text;
+	}
 	struct record_outcome out;
 	char werr[1024];
 	int r = record_explore(w, o, &ro, &out, werr, sizeof(werr));
@@ -68,6 +85,8 @@ static int one(struct camp *k, const struct wl_workload *w, const struct explore
 		if (c->progress)
 			fputc('\n', c->progress);
 		fprintf(c->out, "VIOLATION %s", w->name ? w->name : "workload");
+		if (plan)
+			fprintf(c->out, " with fault %.*s", (int)strcspn(plan_text, "\n"), plan_text);
 		if (out.run_id)
 			fprintf(c->out, " (run %lld)", (long long)out.run_id);
 		fprintf(c->out, ": %s\n", out.res.violation);
@@ -79,13 +98,66 @@ static int one(struct camp *k, const struct wl_workload *w, const struct explore
 	return 0;
 }
 
+/* One workload: as it is, or once per plan of the fault sweep. */
+static int one(struct camp *k, const struct wl_workload *w, const struct explore_opts *o,
+	       char *err, size_t errlen)
+{
+	k->workloads++;
+	if (!k->c->fault_sweep)
+		return one_run(k, w, o, NULL, NULL, err, errlen);
+	for (size_t i = 0; i < k->nsweep; i++) {
+		int r = one_run(k, w, o, k->sweep[i], k->sweep_text[i], err, errlen);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+static void sweep_free(struct camp *k)
+{
+	for (size_t i = 0; i < k->nsweep; i++) {
+		fault_plan_free(k->sweep[i]);
+		free(k->sweep_text[i]);
+	}
+	free(k->sweep);
+	free(k->sweep_text);
+}
+
+/* A plan "POINT nth=N" for every point of the catalogue and every N of sweep_nth. */
+static int sweep_plans(struct camp *k, char *err, size_t errlen)
+{
+	size_t np;
+	const struct fault_point *fp = fault_points(&np);
+	k->sweep = calloc(np * NSWEEP_NTH, sizeof(*k->sweep));
+	k->sweep_text = calloc(np * NSWEEP_NTH, sizeof(*k->sweep_text));
+	if (!k->sweep || !k->sweep_text) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < np; i++)
+		for (size_t j = 0; j < NSWEEP_NTH; j++) {
+			char line[160];
+			snprintf(line, sizeof(line), "%s nth=%u\n", fp[i].name, sweep_nth[j]);
+			struct fault_plan *p;
+			int r = fault_plan_parse_text("fault sweep", line, strlen(line), &p, err, errlen);
+			if (r)
+				return r;
+			k->sweep[k->nsweep] = p;
+			if (fault_plan_format(p, &k->sweep_text[k->nsweep++])) {
+				snprintf(err, errlen, "out of memory");
+				return -ENOMEM;
+			}
+		}
+	return 0;
+}
+
 static int run_ace(struct camp *k, const struct ace *a, char *err, size_t errlen)
 {
 	const struct campaign_opts *c = k->c;
 	struct explore_opts o = c->o;
 	o.skip_ops = ace_setup_ops(a);
 	uint64_t n = ace_count(a);
-	for (uint64_t i = c->shard; i < n && (!c->limit || k->done < c->limit); i += c->shards) {
+	for (uint64_t i = c->shard; i < n && (!c->limit || k->workloads < c->limit); i += c->shards) {
 		struct wl_workload w;
 		int r = ace_workload(a, i, &w, err, errlen);
 		if (!r)
@@ -100,7 +172,7 @@ static int run_ace(struct camp *k, const struct ace *a, char *err, size_t errlen
 static int run_random(struct camp *k, char *err, size_t errlen)
 {
 	const struct campaign_opts *c = k->c;
-	for (uint64_t i = c->shard; i < c->random && (!c->limit || k->done < c->limit);
+	for (uint64_t i = c->shard; i < c->random && (!c->limit || k->workloads < c->limit);
 	     i += c->shards) {
 		struct wl_gen_opts g;
 		wl_gen_defaults(&g);
@@ -133,24 +205,34 @@ int campaign_run(const struct campaign_opts *c, struct campaign_result *res, cha
 	memset(res, 0, sizeof(*res));
 	struct camp k = { .c = c, .res = res, .t0 = now() };
 	struct ace *a = NULL;
-	if (c->seq && ace_new(c->seq, c->ops, c->files, &a, err, errlen))
+	if (c->fault_sweep && sweep_plans(&k, err, errlen)) {
+		sweep_free(&k);
 		return -EINVAL;
+	}
+	if (c->seq && ace_new(c->seq, c->ops, c->files, &a, err, errlen)) {
+		sweep_free(&k);
+		return -EINVAL;
+	}
 	if (a)
 		k.total += (ace_count(a) + c->shards - 1 - c->shard) / c->shards;
 	k.total += (c->random + c->shards - 1 - c->shard) / c->shards;
 	if (c->limit && k.total > c->limit)
 		k.total = c->limit;
+	if (c->fault_sweep)
+		k.total *= k.nsweep;
 	char started[32];
 	record_iso_now(started);
 	if (c->ro.store && store_campaign_begin(c->ro.store, c->args, c->o.seed, c->ro.build, started,
 						&res->id, err, errlen)) {
 		ace_free(a);
+		sweep_free(&k);
 		return -EIO;
 	}
 	int r = a ? run_ace(&k, a, err, errlen) : 0;
 	if (!r)
 		r = run_random(&k, err, errlen);
 	ace_free(a);
+	sweep_free(&k);
 	progress(&k, true);
 	res->seconds = now() - k.t0;
 	int status = r < 0 ? r : res->violations || res->failures ? 1 : 0;

@@ -19,7 +19,7 @@ struct campaign_opts {
 	size_t random_ops;         /* of this many operations each */
 	unsigned shard, shards;    /* run workload i only when i % shards == shard */
 	uint64_t limit;            /* at most this many workloads (0: all) */
-	bool fault_sweep;          /* each fault point in turn, over the workloads */
+	bool fault_sweep;          /* each fault point in turn (nth=1, nth=4), over every workload */
 	struct explore_opts o;     /* for every workload (its sink must be NULL) */
 	struct record_opts ro;     /* store, build, minimize (kind set here) */
 	const char *args;          /* the command line, stored with the campaign */
@@ -28,7 +28,7 @@ struct campaign_opts {
 };
 
 struct campaign_result {
-	size_t workloads, states, violations, detected, failures;
+	size_t workloads, states, violations, detected, failures; /* workloads: runs explored */
 	double seconds;
 	int64_t id;                /* the campaign's row, 0 when not stored */
 };

@@ -8,6 +8,7 @@
 #include "traces/explore_internal.h"
 #include "traces/model.h"
 #include "traces/run.h"
+#include "faults/plan.h"
 #include "ref/mkfs.h"
 #include "ref/vfs.h"
 
@@ -63,6 +64,14 @@ static int record(struct ex *x, sim_volume *vol, char *err, size_t errlen)
 	ref_fs *fs;
 	if (ref_mount(vol, &mo, &fs, err, errlen))
 		return -EIO;
+	/* Armed after the mount: the plan's hits count from the first op. */
+	if (x->o->faults) {
+		x->sim_faults = fault_plan_nsims(x->o->faults) > 0;
+		if (fault_plan_arm(x->o->faults, x->o->seed, vol, err, errlen)) {
+			ref_close(fs);
+			return -EINVAL;
+		}
+	}
 	struct model *m = model_new();
 	size_t n = x->w->n;
 	x->spans = calloc(n + 1, sizeof(*x->spans));
@@ -359,8 +368,9 @@ int explore_replay_io(sim_volume *v, const struct sim_io *io)
 			return sim_disk_flip_bit(v, io->disk, io->sector, (uint32_t)io->fault_arg);
 		if (io->fault == SIM_FAULT_LATENT)
 			return sim_disk_add_latent(v, io->disk, io->sector, io->nsectors);
-		if (io->fault == SIM_FAULT_DEVICE_LOSS)
-			return sim_disk_lose(v, io->disk);
+		/* A disk that vanished comes back when the power does: the crash
+		 * states show it as it was when it went (its later requests
+		 * failed and changed nothing). */
 		return 0;
 	default: return 0;
 	}
@@ -441,6 +451,8 @@ int explore_run(const struct wl_workload *w, const struct explore_opts *o,
 		r = fail(err, errlen, ENOMEM, "%s", "cloning the volume failed");
 	if (!r)
 		r = record(&x, vol, err, errlen);
+	if (o->faults)
+		fault_plan_disarm();
 	size_t n = 0;
 	const struct sim_io *log = vol ? sim_volume_log(vol, &n) : NULL;
 	if (!r && o->sink && o->sink->recorded &&

@@ -1,5 +1,6 @@
 /* replay.c - verifying a recorded run, rebuilding a crash state (replay.h). */
 #include "traces/replay.h"
+#include "faults/plan.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -107,14 +108,13 @@ int replay_verify(struct store *s, int64_t id, FILE *out,
 	struct cmp c = { .s = s, .id = id, .mkfs_ios = row.mkfs_ios };
 	int *results = NULL;
 	struct sim_io *log = NULL;
+	struct fault_plan *plan = NULL;
 	int ret = -1;
 	if (wl_parse_text("recorded workload", row.workload, strlen(row.workload), &w, err, errlen))
 		goto out;
-	struct fault_plan *plan = NULL;
-	if (row.faults) {
-		snprintf(err, errlen, "run %lld ran with a fault plan: not replayable yet", (long long)id);
+	if (row.faults && fault_plan_parse_text("the run's fault plan", row.faults, strlen(row.faults),
+						&plan, err, errlen))
 		goto out;
-	}
 	if (store_load_log(s, id, &log, &c.nlog, err, errlen) ||
 	    store_load_results(s, id, &results, &c.nresults, err, errlen))
 		goto out;
@@ -144,6 +144,7 @@ int replay_verify(struct store *s, int64_t id, FILE *out,
 		ret = 0;
 	}
 out:
+	fault_plan_free(plan);
 	store_log_free(log, c.nlog);
 	free(results);
 	wl_free(&w);

@@ -56,6 +56,7 @@ static const char *const migrations[STORE_VERSION] = {
 	"  seconds REAL,"
 	"  status INTEGER);"
 	"ALTER TABLE runs ADD COLUMN campaign_id INTEGER REFERENCES campaigns(id);"
+	"ALTER TABLE runs ADD COLUMN name TEXT;"       /* the workload's name: file, seq-N/I */
 	"ALTER TABLE runs ADD COLUMN ndisks INTEGER;"
 	"ALTER TABLE runs ADD COLUMN disk_size INTEGER;"
 	"ALTER TABLE runs ADD COLUMN nodesize INTEGER;"

@@ -21,6 +21,18 @@ if command -v sqlite3 >/dev/null 2>&1; then
 	run campaign-row 0 sqlite3 "$db" "SELECT workloads, violations, status FROM campaigns WHERE id = 1"
 	out_has '^198\|0\|0$'
 	done_check
+
+	# The same seed and build give the same crash states, picks and verdicts.
+	NAME=campaign-deterministic
+	for i in 1 2; do
+		"$BTRSIM" campaign --seq 1 --ops write,unlink --random 1 --length 30 --max-subset 4 \
+			--samples 4 --seed 9 -q --db "$T/d$i.db" >/dev/null 2>&1 || fail "run $i"
+		sqlite3 "$T/d$i.db" "SELECT r.name, s.k, s.point, s.picks, s.verdict FROM crash_states s
+			JOIN runs r ON r.id = s.run_id ORDER BY r.id, s.k" >"$T/d$i.txt"
+	done
+	[ -s "$T/d1.txt" ] || fail "no crash states recorded"
+	cmp -s "$T/d1.txt" "$T/d2.txt" || fail "two runs with seed 9 recorded different crash states"
+	done_check
 fi
 
 run campaign-runs 0 "$BTRSIM" runs --db "$db" --campaign 1
