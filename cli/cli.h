@@ -39,6 +39,9 @@ extern const struct cli_cmd cli_cmd_put;
 extern const struct cli_cmd cli_cmd_run;
 extern const struct cli_cmd cli_cmd_gen;
 extern const struct cli_cmd cli_cmd_explore;
+/* The trace database the reading commands use without --db (make run's). */
+#define CLI_DEFAULT_DB "traces/btrsim.db"
+
 extern const struct cli_cmd cli_cmd_runs;
 extern const struct cli_cmd cli_cmd_campaign;
 extern const struct cli_cmd cli_cmd_replay;

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 
 static const char usage_text[] =
-	"usage: btrsim replay --db FILE RUN\n"
-	"       btrsim replay --db FILE RUN --crash-state K --out DIR\n"
+	"usage: btrsim replay [--db FILE] RUN\n"
+	"       btrsim replay [--db FILE] RUN --crash-state K --out DIR\n"
 	"\n"
 	"The first form re-executes run RUN of the trace database with the options it\n"
 	"was recorded with, and checks that every operation gives the same result,\n"
@@ -21,7 +21,8 @@ static const char usage_text[] =
 	"its disks as DIR/disk0.img, DIR/disk1.img, ...: images to 'mount -o loop',\n"
 	"'btrfs check' or open with btrsim.\n"
 	"\n"
-	"  --db FILE           the trace database\n"
+	"  --db FILE           the trace database (traces/btrsim.db, where 'make run'\n"
+	"                      records)\n"
 	"  --crash-state K     the crash state (its number, 'crash_states.k')\n"
 	"  --out DIR           where to write its disk images (created when missing)\n"
 	"  -h, --help          show this help\n"
@@ -38,7 +39,7 @@ static int cmd_replay(int argc, char **argv)
 		{ "out", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },	      { NULL, 0, NULL, 0 },
 	};
-	const char *db = NULL, *dir = NULL;
+	const char *db = CLI_DEFAULT_DB, *dir = NULL;
 	uint64_t k = 0, run = 0;
 	bool have_k = false;
 	int c;
@@ -64,8 +65,6 @@ static int cmd_replay(int argc, char **argv)
 		return cli_usage_error(&cli_cmd_replay, "takes one run id");
 	if (cli_parse_u64(argv[optind], &run, 0) || run == 0 || run > INT64_MAX)
 		return cli_usage_error(&cli_cmd_replay, "'%s' is not a run id", argv[optind]);
-	if (!db)
-		return cli_usage_error(&cli_cmd_replay, "--db FILE is required");
 	if (have_k != (dir != NULL))
 		return cli_usage_error(&cli_cmd_replay, "--crash-state and --out go together");
 	char err[1024];

@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 static const char usage_text[] =
-	"usage: btrsim runs --db FILE [--campaign ID]\n"
+	"usage: btrsim runs [--db FILE] [--campaign ID]\n"
 	"\n"
 	"List the runs recorded in the trace database FILE (by 'btrsim explore --db\n"
 	"FILE' and 'btrsim campaign --db FILE'), oldest first: id, kind, start time\n"
@@ -15,7 +15,8 @@ static const char usage_text[] =
 	"requests recorded, crash states and violations.  The\n"
 	"database is not created when missing (traces/README.md, \"Trace store\").\n"
 	"\n"
-	"  --db FILE           the trace database\n"
+	"  --db FILE           the trace database (traces/btrsim.db, where 'make run'\n"
+	"                      records)\n"
 	"  --campaign ID       only the runs of campaign ID\n"
 	"  -h, --help          show this help\n"
 	"\n"
@@ -31,7 +32,7 @@ static int cmd_runs(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *db = NULL;
+	const char *db = CLI_DEFAULT_DB;
 	uint64_t campaign = 0;
 	int c;
 	optind = 1;
@@ -52,8 +53,6 @@ static int cmd_runs(int argc, char **argv)
 	}
 	if (optind != argc)
 		return cli_usage_error(&cli_cmd_runs, "unexpected argument '%s'", argv[optind]);
-	if (!db)
-		return cli_usage_error(&cli_cmd_runs, "--db FILE is required");
 	char err[1024];
 	struct store *s;
 	if (store_open_existing(db, &s, err, sizeof(err)))

@@ -7,15 +7,16 @@
 #include <stdio.h>
 
 static const char usage_text[] =
-	"usage: btrsim violations --db FILE [--run ID] [--full]\n"
-	"       btrsim violations --db FILE --reproducer ID\n"
+	"usage: btrsim violations [--db FILE] [--run ID] [--full]\n"
+	"       btrsim violations [--db FILE] --reproducer ID\n"
 	"\n"
 	"List the crash-consistency violations recorded in the trace database FILE:\n"
 	"id, run, crash state, verdict (mount, check, read, oracle) and what was\n"
 	"wrong.  --reproducer prints violation ID's minimized reproducer, a workload\n"
 	"file that 'btrsim explore' runs again (its comments name the crash state).\n"
 	"\n"
-	"  --db FILE           the trace database\n"
+	"  --db FILE           the trace database (traces/btrsim.db, where 'make run'\n"
+	"                      records)\n"
 	"  --run ID            only the violations of run ID\n"
 	"  --full              each with its reproducer\n"
 	"  --reproducer ID     print violation ID's reproducer only\n"
@@ -37,7 +38,7 @@ static int cmd_violations(int argc, char **argv)
 		{ "full", no_argument, NULL, 'f' },	 { "reproducer", required_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },	 { NULL, 0, NULL, 0 },
 	};
-	const char *db = NULL;
+	const char *db = CLI_DEFAULT_DB;
 	uint64_t run = 0, rep = 0;
 	bool full = false;
 	int c;
@@ -64,8 +65,6 @@ static int cmd_violations(int argc, char **argv)
 	}
 	if (optind != argc)
 		return cli_usage_error(&cli_cmd_violations, "unexpected argument '%s'", argv[optind]);
-	if (!db)
-		return cli_usage_error(&cli_cmd_violations, "--db FILE is required");
 	if (rep && (run || full))
 		return cli_usage_error(&cli_cmd_violations, "--reproducer goes alone");
 	char err[1024];

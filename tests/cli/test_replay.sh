@@ -86,7 +86,8 @@ done_check
 run replay-missing-db 1 "$BTRSIM" replay --db "$T/none.db" 1
 err_has 'no such trace database'
 done_check
-run replay-no-db 2 "$BTRSIM" replay 1
+run replay-default-db 1 sh -c "cd '$T' && '$(cd "$(dirname "$BTRSIM")" && pwd)/$(basename "$BTRSIM")' replay 1"
+err_has 'traces/btrsim.db: no such trace database'
 done_check
 run replay-bad-id 2 "$BTRSIM" replay --db "$db" x1
 done_check
@@ -94,7 +95,7 @@ run replay-state-no-out 2 "$BTRSIM" replay --db "$db" 1 --crash-state 1
 err_has '--crash-state and --out go together'
 done_check
 run replay-help 0 "$BTRSIM" replay --help
-out_has '^usage: btrsim replay --db FILE RUN$'
+out_has '^usage: btrsim replay \[--db FILE\] RUN$'
 done_check
 
 # Two disks: each disk's cache crashes on its own; the state's images hold one

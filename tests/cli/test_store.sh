@@ -106,8 +106,8 @@ err_lines 1
 [ -e "$T/none.db" ] && fail "runs created the database"
 done_check
 
-run store-no-db 2 "$BTRSIM" runs
-err_has 'usage: btrsim runs'
+run store-default-db 1 sh -c "cd '$T' && '$(cd "$(dirname "$BTRSIM")" && pwd)/$(basename "$BTRSIM")' runs"
+err_has 'traces/btrsim.db: no such trace database'
 done_check
 run store-operand 2 "$BTRSIM" runs --db "$db" extra
 done_check
@@ -116,5 +116,5 @@ done_check
 run store-db-no-arg 2 "$BTRSIM" runs --db
 done_check
 run store-help 0 "$BTRSIM" runs --help
-out_has '^usage: btrsim runs --db FILE'
+out_has '^usage: btrsim runs \[--db FILE\]'
 done_check
