@@ -451,8 +451,17 @@ int explore_run(const struct wl_workload *w, const struct explore_opts *o,
 		r = fail(err, errlen, ENOMEM, "%s", "cloning the volume failed");
 	if (!r)
 		r = record(&x, vol, err, errlen);
-	if (o->faults)
+	if (o->faults) {
+		size_t nc;
+		const struct fault_count *fc = fault_plan_counts(&nc);
+		for (size_t i = 0; fc && i < nc && i < EXPLORE_MAX_FAULTS; i++) {
+			struct explore_fault_count *f = &res->faults[res->nfaults++];
+			snprintf(f->point, sizeof(f->point), "%s", fc[i].point);
+			f->hits = fc[i].hits;
+			f->fired = fc[i].fired;
+		}
 		fault_plan_disarm();
+	}
 	size_t n = 0;
 	const struct sim_io *log = vol ? sim_volume_log(vol, &n) : NULL;
 	if (!r && o->sink && o->sink->recorded &&

@@ -83,6 +83,8 @@ struct explore_opts {
 };
 void explore_defaults(struct explore_opts *o);
 
+#define EXPLORE_MAX_FAULTS 32
+
 struct explore_result {
 	size_t ops, crash_points, states, violations, detected;
 	double seconds;
@@ -93,6 +95,14 @@ struct explore_result {
 	char violation_picks[512];
 	char violation[4096];
 	int *results;        /* each op's result (0 or a positive errno); free() it */
+	/* With a fault plan: how often each of its points was hit and fired
+	 * while the workload ran (a point appears once in a plan, and the
+	 * catalogue has fewer than EXPLORE_MAX_FAULTS). */
+	struct explore_fault_count {
+		char point[48];
+		uint64_t hits, fired;
+	} faults[EXPLORE_MAX_FAULTS];
+	size_t nfaults;
 };
 
 /* Runs w and explores its crash states.  Returns 0 when every state is

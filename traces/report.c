@@ -53,6 +53,11 @@ static void slow_row(sqlite3_stmt *st, FILE *out)
 		sqlite3_column_double(st, 3));
 }
 
+static void fault_row(sqlite3_stmt *st, FILE *out)
+{
+	fprintf(out, "| %s | %s | %s | %s |\n", text(st, 0), text(st, 1), text(st, 2), text(st, 3));
+}
+
 static const char *report_db; /* the path shown in commands (set for one report) */
 
 static void violation_row(sqlite3_stmt *st, FILE *out)
@@ -106,6 +111,14 @@ int report_campaign(struct store *s, const char *db, int64_t id, FILE *out, char
 		 " ORDER BY r.seconds DESC LIMIT 5",
 		 id, slow_row, out, err, errlen))
 		return -1;
+	fprintf(out, "\n## Fault points\n\n| point | runs | hits | fired |\n|---|---|---|---|\n");
+	if (each(s,
+		 "SELECT f.point, count(*), sum(f.hits), sum(f.fired) FROM fault_hits f"
+		 " JOIN runs r ON r.id = f.run_id WHERE r.campaign_id = ?1 GROUP BY f.point"
+		 " ORDER BY f.point",
+		 id, fault_row, out, err, errlen))
+		return -1;
+	fprintf(out, "\n(none armed when the table is empty; sim's own faults are in the IO log)\n");
 	fprintf(out, "\n## Violations\n\n");
 	sqlite3_stmt *cnt = NULL;
 	if (store_prep(s,

@@ -110,6 +110,35 @@ static const char *const migrations[STORE_VERSION] = {
 	"ALTER TABLE violations ADD COLUMN picks TEXT;"      /* minimized */
 	"ALTER TABLE violations ADD COLUMN verdict TEXT;"
 	"ALTER TABLE violations ADD COLUMN reproducer TEXT;",/* a workload file */
+	/* 2 -> 3: fault points hit per run; fuzzing findings and statistics. */
+	"CREATE TABLE fault_hits ("
+	"  run_id INTEGER NOT NULL REFERENCES runs(id),"
+	"  point TEXT NOT NULL,"       /* a point of the plan (faults/README.md) */
+	"  hits INTEGER NOT NULL,"     /* times the code reached it while armed */
+	"  fired INTEGER NOT NULL,"    /* times it gave its errno */
+	"  PRIMARY KEY (run_id, point)) WITHOUT ROWID;"
+	"CREATE TABLE findings ("
+	"  id INTEGER PRIMARY KEY,"
+	"  harness TEXT NOT NULL,"     /* image, workload, parse */
+	"  found TEXT NOT NULL,"       /* ISO-8601 UTC */
+	"  kind TEXT NOT NULL,"        /* crash, hang, violation */
+	"  signal TEXT,"               /* SIGSEGV, SIGABRT, ... */
+	"  stack_hash TEXT NOT NULL,"  /* the deduplication key: the top frames */
+	"  stack TEXT,"                /* the symbolized top frames */
+	"  input BLOB NOT NULL,"       /* the test case as AFL++ found it */
+	"  minimized BLOB,"            /* afl-tmin's */
+	"  fixed INTEGER NOT NULL DEFAULT 0," /* in the regression corpus, passing */
+	"  UNIQUE (harness, stack_hash));"
+	"CREATE TABLE fuzz_stats ("
+	"  id INTEGER PRIMARY KEY,"
+	"  harness TEXT NOT NULL,"
+	"  at TEXT NOT NULL,"          /* ISO-8601 UTC of the sample */
+	"  elapsed REAL NOT NULL,"     /* seconds since the campaign began */
+	"  execs INTEGER NOT NULL,"
+	"  execs_per_sec REAL,"
+	"  corpus INTEGER,"            /* AFL++'s corpus_count */
+	"  crashes INTEGER,"           /* saved_crashes */
+	"  hangs INTEGER);",           /* saved_hangs */
 };
 
 void store_seterr(char *err, size_t errlen, const char *fmt, ...)

@@ -22,7 +22,7 @@
 #include <stdio.h>
 
 /* The schema version this code writes and understands. */
-#define STORE_VERSION 2
+#define STORE_VERSION 3
 
 struct store;
 

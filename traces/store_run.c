@@ -278,7 +278,7 @@ int store_run_end(struct store_run *r, const struct explore_result *res, int sta
 		store_run_abort(r);
 		return -1;
 	}
-	sqlite3_stmt *upd = NULL, *ins_viol = NULL;
+	sqlite3_stmt *upd = NULL, *ins_viol = NULL, *ins_hit = NULL;
 	int ret = -1;
 	if (store_prep(s,
 		       "UPDATE runs SET ended = ?2, ops = ?3, crash_points = ?4, states = ?5,"
@@ -288,8 +288,19 @@ int store_run_end(struct store_run *r, const struct explore_result *res, int sta
 	    store_prep(s,
 		       "INSERT INTO violations(run_id, description, state_k, point, picks, verdict,"
 		       " reproducer) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-		       &ins_viol, err, errlen))
+		       &ins_viol, err, errlen) ||
+	    store_prep(s, "INSERT INTO fault_hits(run_id, point, hits, fired) VALUES (?1, ?2, ?3, ?4)",
+		       &ins_hit, err, errlen))
 		goto out;
+	for (size_t i = 0; i < res->nfaults; i++) {
+		sqlite3_reset(ins_hit);
+		sqlite3_bind_int64(ins_hit, 1, r->id);
+		sqlite3_bind_text(ins_hit, 2, res->faults[i].point, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(ins_hit, 3, (int64_t)res->faults[i].hits);
+		sqlite3_bind_int64(ins_hit, 4, (int64_t)res->faults[i].fired);
+		if (store_step(s, ins_hit, SQLITE_DONE, "insert fault hits", err, errlen))
+			goto out;
+	}
 	sqlite3_bind_int64(upd, 1, r->id);
 	store_bind_text(upd, 2, ended);
 	sqlite3_bind_int64(upd, 3, (int64_t)res->ops);
@@ -326,6 +337,7 @@ int store_run_end(struct store_run *r, const struct explore_result *res, int sta
 out:
 	sqlite3_finalize(upd);
 	sqlite3_finalize(ins_viol);
+	sqlite3_finalize(ins_hit);
 	if (ret)
 		store_run_abort(r);
 	else

@@ -32,6 +32,9 @@ if command -v sqlite3 >/dev/null 2>&1; then
 	out_has '^ref/commit/flush nth=2'
 	out_has '^[1-9][0-9]*$'
 	done_check
+	run faults-hits-recorded 0 sqlite3 "$db" "SELECT point, hits >= 2, fired FROM fault_hits WHERE run_id = 1"
+	out_has '^ref/commit/flush\|1\|1$'
+	done_check
 else
 	echo "SKIP faults-recorded: no sqlite3"
 fi
