@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage_text[] =
 	"usage: btrsim explore [options] WORKLOAD\n"
@@ -28,6 +29,8 @@ static const char usage_text[] =
 	"                      missing): IO log, results, crash states, violations;\n"
 	"                      list with 'btrsim runs', replay with 'btrsim replay'\n"
 	"  --no-minimize       report a violation as found, without minimizing it\n"
+	"  -q, --quiet         no progress line (there is none when stderr is not a\n"
+	"                      terminal)\n"
 	"  -v, --verbose       a line per crash point\n"
 	"  -h, --help          show this help\n"
 	"\n"
@@ -43,17 +46,18 @@ static int cmd_explore(int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "db", required_argument, NULL, 'D' },
 		{ "no-minimize", no_argument, NULL, 'M' },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *db = NULL;
 	struct cli_explore ce;
 	cli_explore_init(&ce);
-	bool minimize = true;
+	bool minimize = true, quiet = false;
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "vqh", opts, NULL)) != -1) {
 		int e = cli_explore_opt(&ce, &cli_cmd_explore, c, optarg);
 		if (e > 0)
 			return e;
@@ -62,6 +66,7 @@ static int cmd_explore(int argc, char **argv)
 		switch (c) {
 		case 'D': db = optarg; break;
 		case 'M': minimize = false; break;
+		case 'q': quiet = true; break;
 		case 'v': ce.o.log = stdout; break;
 		case 'h': return cli_help(&cli_cmd_explore);
 		default: return cli_usage_error(&cli_cmd_explore, "unknown option '%s'", argv[optind - 1]);
@@ -89,6 +94,9 @@ static int cmd_explore(int argc, char **argv)
 		return cli_fail(&cli_cmd_explore, "%s", err);
 	}
 	printf("seed %llu\n", (unsigned long long)ce.o.seed);
+	fflush(stdout);
+	if (!quiet && isatty(STDERR_FILENO))
+		ce.o.progress = stderr;
 	struct record_outcome out;
 	int r = record_explore(&w, &ce.o, &ro, &out, err, sizeof(err));
 	store_close(ro.store);

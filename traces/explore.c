@@ -381,6 +381,29 @@ static bool crash_point(const struct sim_io *io)
 	return io->kind == SIM_IO_FLUSH || io->kind == SIM_IO_WRITE_FUA;
 }
 
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* "\rcrash points D/T, S states (R/s), ETA E s" at most twice a second, and
+ * a last one with a newline. */
+static void progress(struct ex *x, size_t done, size_t total, double t0, double *last, bool final)
+{
+	FILE *p = x->o->progress;
+	double t = now();
+	if (!p || (!final && t - *last < 0.5))
+		return;
+	*last = t;
+	double el = t - t0;
+	double eta = done ? el / (double)done * (double)(total - done) : 0;
+	fprintf(p, "\rcrash points %zu/%zu, %zu states (%.0f/s), ETA %.0f s  %s", done, total,
+		x->res->states, el > 0 ? (double)x->res->states / el : 0.0, eta, final ? "\n" : "");
+	fflush(p);
+}
+
 static int explore_log(struct ex *x, sim_volume *base, const struct sim_io *log, size_t first,
 		       size_t n, char *err, size_t errlen)
 {
@@ -392,9 +415,15 @@ static int explore_log(struct ex *x, sim_volume *base, const struct sim_io *log,
 	size_t from = first;
 	if (x->o->skip_ops && x->o->skip_ops < x->nspans)
 		from = x->spans[x->o->skip_ops].start;
+	size_t total = 1, done = 0;
+	for (size_t i = from; i < n; i++)
+		total += crash_point(&log[i]);
+	double t0 = now(), last = t0;
 	for (size_t i = first; i < n && !r && !x->stop; i++) {
-		if (i >= from && crash_point(&log[i]))
+		if (i >= from && crash_point(&log[i])) {
 			explore_point(x, cursor, i);
+			progress(x, ++done, total, t0, &last, false);
+		}
 		if ((r = explore_replay_io(cursor, &log[i])))
 			snprintf(err, errlen, "replaying IO %zu: %s", i, sim_volume_error(cursor));
 		if (i % 4096 == 0)
@@ -402,6 +431,8 @@ static int explore_log(struct ex *x, sim_volume *base, const struct sim_io *log,
 	}
 	if (!r && !x->stop)
 		explore_point(x, cursor, n);
+	if (done)
+		progress(x, done + 1, total, t0, &last, true);
 	sim_volume_close(cursor);
 	return r;
 }

@@ -80,6 +80,7 @@ struct explore_opts {
 	const struct fault_plan *faults; /* armed while the workload runs (NULL: none) */
 	const struct explore_sink *sink; /* NULL: nothing recorded */
 	FILE *log;           /* one line per crash point (NULL: quiet) */
+	FILE *progress;      /* a progress line rewritten in place (NULL: none) */
 };
 void explore_defaults(struct explore_opts *o);
 

@@ -38,6 +38,7 @@ static int violates(const struct wl_workload *w, const bool *keep, const struct 
 	q.minimize_picks = false;
 	q.sink = NULL;
 	q.log = NULL;
+	q.progress = NULL;
 	struct explore_result res;
 	char err[256];
 	int r = explore_run(&t, &q, &res, err, sizeof(err));
@@ -113,6 +114,7 @@ int minimize_workload(const struct wl_workload *w, const struct explore_opts *o,
 	q.minimize_picks = true;
 	q.sink = NULL;
 	q.log = NULL;
+	q.progress = NULL;
 	r = explore_run(&t, &q, res, err, errlen);
 	if (r != 1) {
 		if (r == 0)
