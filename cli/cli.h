@@ -46,6 +46,7 @@ extern const struct cli_cmd cli_cmd_runs;
 extern const struct cli_cmd cli_cmd_campaign;
 extern const struct cli_cmd cli_cmd_replay;
 extern const struct cli_cmd cli_cmd_violations;
+extern const struct cli_cmd cli_cmd_report;
 
 /* A NUL-terminated copy of a name that is not (names in tree items are not). */
 char *cli_name_dup(const char *name, size_t len);
@@ -65,5 +66,7 @@ int cli_help(const struct cli_cmd *cmd);
 /* A non-negative integer, decimal or 0x hex, with an optional K, M, G or T
  * suffix (powers of 1024) when `sizes` is set.  Returns 0 or -1. */
 int cli_parse_u64(const char *s, uint64_t *out, int sizes);
+/* A row id of the trace store: 1 to INT64_MAX.  0 or -1. */
+int cli_parse_id(const char *s, int64_t *out);
 
 #endif

@@ -40,7 +40,8 @@ static int cmd_replay(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },	      { NULL, 0, NULL, 0 },
 	};
 	const char *db = CLI_DEFAULT_DB, *dir = NULL;
-	uint64_t k = 0, run = 0;
+	uint64_t k = 0;
+	int64_t run = 0;
 	bool have_k = false;
 	int c;
 	optind = 1;
@@ -63,7 +64,7 @@ static int cmd_replay(int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return cli_usage_error(&cli_cmd_replay, "takes one run id");
-	if (cli_parse_u64(argv[optind], &run, 0) || run == 0 || run > INT64_MAX)
+	if (cli_parse_id(argv[optind], &run))
 		return cli_usage_error(&cli_cmd_replay, "'%s' is not a run id", argv[optind]);
 	if (have_k != (dir != NULL))
 		return cli_usage_error(&cli_cmd_replay, "--crash-state and --out go together");
@@ -71,8 +72,8 @@ static int cmd_replay(int argc, char **argv)
 	struct store *s;
 	if (store_open_existing(db, &s, err, sizeof(err)))
 		return cli_fail(&cli_cmd_replay, "%s", err);
-	int r = have_k ? replay_crash_state(s, (int64_t)run, (size_t)k, dir, stdout, err, sizeof(err))
-		       : replay_verify(s, (int64_t)run, stdout, err, sizeof(err));
+	int r = have_k ? replay_crash_state(s, run, (size_t)k, dir, stdout, err, sizeof(err))
+		       : replay_verify(s, run, stdout, err, sizeof(err));
 	store_close(s);
 	if (r)
 		return cli_fail(&cli_cmd_replay, "%s", err);

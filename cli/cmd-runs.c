@@ -33,7 +33,7 @@ static int cmd_runs(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *db = CLI_DEFAULT_DB;
-	uint64_t campaign = 0;
+	int64_t campaign = 0;
 	int c;
 	optind = 1;
 	opterr = 0;
@@ -41,7 +41,7 @@ static int cmd_runs(int argc, char **argv)
 		switch (c) {
 		case 'D': db = optarg; break;
 		case 'c':
-			if (cli_parse_u64(optarg, &campaign, 0) || campaign == 0 || campaign > INT64_MAX)
+			if (cli_parse_id(optarg, &campaign))
 				return cli_usage_error(&cli_cmd_runs, "--campaign takes a campaign id, not '%s'",
 						       optarg);
 			break;
@@ -57,7 +57,7 @@ static int cmd_runs(int argc, char **argv)
 	struct store *s;
 	if (store_open_existing(db, &s, err, sizeof(err)))
 		return cli_fail(&cli_cmd_runs, "%s", err);
-	int r = store_list_runs(s, (int64_t)campaign, stdout, err, sizeof(err));
+	int r = store_list_runs(s, campaign, stdout, err, sizeof(err));
 	store_close(s);
 	if (r)
 		return cli_fail(&cli_cmd_runs, "%s", err);

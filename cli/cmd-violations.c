@@ -26,11 +26,6 @@ static const char usage_text[] =
 
 const struct cli_cmd cli_cmd_violations;
 
-static int id_arg(const char *arg, uint64_t *out)
-{
-	return cli_parse_u64(arg, out, 0) || *out == 0 || *out > INT64_MAX;
-}
-
 static int cmd_violations(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -39,7 +34,7 @@ static int cmd_violations(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },	 { NULL, 0, NULL, 0 },
 	};
 	const char *db = CLI_DEFAULT_DB;
-	uint64_t run = 0, rep = 0;
+	int64_t run = 0, rep = 0;
 	bool full = false;
 	int c;
 	optind = 1;
@@ -49,11 +44,11 @@ static int cmd_violations(int argc, char **argv)
 		case 'D': db = optarg; break;
 		case 'f': full = true; break;
 		case 'r':
-			if (id_arg(optarg, &run))
+			if (cli_parse_id(optarg, &run))
 				return cli_usage_error(&cli_cmd_violations, "--run takes a run id, not '%s'", optarg);
 			break;
 		case 'R':
-			if (id_arg(optarg, &rep))
+			if (cli_parse_id(optarg, &rep))
 				return cli_usage_error(&cli_cmd_violations,
 						       "--reproducer takes a violation id, not '%s'", optarg);
 			break;
@@ -71,8 +66,8 @@ static int cmd_violations(int argc, char **argv)
 	struct store *s;
 	if (store_open_existing(db, &s, err, sizeof(err)))
 		return cli_fail(&cli_cmd_violations, "%s", err);
-	int r = rep ? store_print_reproducer(s, (int64_t)rep, stdout, err, sizeof(err))
-		    : store_list_violations(s, (int64_t)run, full, stdout, err, sizeof(err));
+	int r = rep ? store_print_reproducer(s, rep, stdout, err, sizeof(err))
+		    : store_list_violations(s, run, full, stdout, err, sizeof(err));
 	store_close(s);
 	if (r)
 		return cli_fail(&cli_cmd_violations, "%s", err);

@@ -95,3 +95,12 @@ char *cli_name_dup(const char *name, size_t len)
 	}
 	return s;
 }
+
+int cli_parse_id(const char *s, int64_t *out)
+{
+	uint64_t v;
+	if (cli_parse_u64(s, &v, 0) || v == 0 || v > INT64_MAX)
+		return -1;
+	*out = (int64_t)v;
+	return 0;
+}
