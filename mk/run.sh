@@ -20,6 +20,9 @@ echo "== campaign: 20 random workloads with the bit-flip plan faults/plans/bitfl
 "$B" campaign --random 20 --length 200 --seed "$SEED" --faults faults/plans/bitflip.plan \
 	--db "$DB" --report reports/campaign-bitflip.md || status=1
 
+echo "== HTML report of $DB: reports/latest/index.html"
+"$B" report --db "$DB" -o reports/latest || status=1
+
 echo "== reports: reports/campaign.md, reports/campaign-bitflip.md"
 echo "   list the runs:  ./btrsim runs --db $DB"
 echo "   replay one:     ./btrsim replay --db $DB RUN [--crash-state K --out DIR]"
