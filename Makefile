@@ -1,6 +1,6 @@
 # btrsim - the only build entry.  `make help` lists the targets.
 #
-# Builds live in build/<mode>/ (release, debug, coverage, afl); `make` leaves
+# Builds live in build/<mode>/ (release, debug, coverage, afl, afl-asan); `make` leaves
 # the command at ./btrsim as btrfs-progs leaves ./btrfs.
 
 MODE ?= release
@@ -12,6 +12,7 @@ CC_release  := cc
 CC_debug    := cc
 CC_coverage := cc
 CC_afl      := afl-clang-fast
+CC_afl-asan := afl-clang-fast
 CC := $(CC_$(MODE))
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
@@ -24,7 +25,10 @@ MODE_CFLAGS_debug    := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined
 	-fno-sanitize-recover=all
 MODE_CFLAGS_coverage := -O0 --coverage
 MODE_CFLAGS_afl      := -O2 -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+MODE_CFLAGS_afl-asan := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
+	-fno-sanitize-recover=all -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
 MODE_LDFLAGS_debug   := -fsanitize=address,undefined
+MODE_LDFLAGS_afl-asan := -fsanitize=address,undefined
 MODE_LDFLAGS_coverage := --coverage
 CFLAGS  := $(BASE_CFLAGS) $(MODE_CFLAGS_$(MODE)) $(EXTRA_CFLAGS)
 LDFLAGS := $(MODE_LDFLAGS_$(MODE)) $(EXTRA_LDFLAGS)
@@ -41,6 +45,11 @@ UNIT_SRC := $(wildcard tests/unit/*.c)
 BENCH_SRC := bench/bench_sim.c
 BENCH_FS_SRC := bench/bench_fs.c
 SWEEP_SRC := $(wildcard tests/sweep/*.c)
+# fuzz/: the harness code (a library, also linked into btrsim for `findings
+# --replay`), the harness programs' main (fuzz/driver.c, once per harness) and
+# fuzz-mkseed.
+FUZZ_SRC := $(filter-out fuzz/driver.c fuzz/mkseed.c,$(wildcard fuzz/*.c))
+FUZZ_HARNESSES := image workload parse
 
 obj = $(patsubst %.c,$(B)/%.o,$(1))
 
@@ -48,16 +57,20 @@ SIM_LIB := $(B)/libbtrsim-sim.a
 REF_LIB := $(B)/libbtrsim-ref.a
 TRACES_LIB := $(B)/libbtrsim-traces.a
 FAULTS_LIB := $(B)/libbtrsim-faults.a
+FUZZ_LIB := $(B)/libbtrsim-fuzz.a
 BTRSIM  := $(B)/btrsim
 UNIT    := $(B)/tests/unit-tests
 BENCH   := $(B)/bench/bench-sim
 BENCH_FS := $(B)/bench/bench-fs
 SWEEP   := $(B)/tests/corrupt-sweep
+FUZZ_BINS := $(patsubst %,$(B)/fuzz/fuzz-%,$(FUZZ_HARNESSES))
+FUZZ_MKSEED := $(B)/fuzz/fuzz-mkseed
 
 VERSION := $(shell cat VERSION)
 GIT_ID  := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 
-.PHONY: all cmd build deps test run bench asan coverage clean help difftest mutants FORCE
+.PHONY: all cmd build deps test run bench asan coverage clean help difftest mutants FORCE \
+	fuzz fuzz-bins fuzz-seeds fuzz-run
 .DEFAULT_GOAL := all
 
 # ---- Top-level targets ----------------------------------------------------
@@ -76,13 +89,17 @@ help:
 	@echo "make bench       benchmarks (release build), ratios against memcpy"
 	@echo "make difftest    long differential campaign against the kernel [SEEDS=50 OPS=5000]"
 	@echo "make mutants     deliberately broken builds of ref (ref/mutant.h) in build/mutants/"
+	@echo "make fuzz        AFL++ harnesses, plain and ASan+UBSan (build/afl/fuzz/, build/afl-asan/fuzz/)"
+	@echo "make fuzz-seeds  seed corpora in fuzz/seeds/ (mkfs.btrfs, btrsim, workloads, plans; afl-cmin)"
+	@echo "make fuzz-run    a bounded AFL++ campaign: HARNESS=image SECONDS=600 [JOBS=N] [FUZZ_DB=...]"
 	@echo "make clean       remove build/ and ./btrsim"
 
 deps:
 	@sh mk/deps.sh
 
 cmd: $(BTRSIM)
-build: $(BTRSIM) $(UNIT) $(SWEEP) $(BENCH) $(BENCH_FS)
+build: $(BTRSIM) $(UNIT) $(SWEEP) $(BENCH) $(BENCH_FS) $(FUZZ_BINS) $(FUZZ_MKSEED)
+fuzz-bins: $(FUZZ_BINS) $(FUZZ_MKSEED)
 
 asan:
 	@$(MAKE) --no-print-directory MODE=debug build
@@ -105,6 +122,7 @@ bench: deps
 	@sh bench/bench_read.sh build/release/btrsim $(BENCH_READ_MIB)
 	@sh bench/bench_fs.sh build/release/bench/bench-fs $(BENCH_WRITE_MIB)
 	@sh bench/bench_explore.sh build/release/btrsim
+	@$(MAKE) --no-print-directory MODE=afl B=$(FUZZ_B) fuzz-bins && sh bench/bench_fuzz.sh $(FUZZ_B)
 
 # Deliberately broken builds of ref (ref/mutant.h), each the release build
 # with one bug switched on: build/mutants/btrsim-NAME (built in
@@ -127,6 +145,33 @@ difftest: deps
 	@$(MAKE) --no-print-directory all
 	@BTRSIM=build/release/btrsim DIFF_SEEDS="$$(seq 1 $(SEEDS))" DIFF_OPS=$(OPS) \
 		sh tests/interop/test_write.sh
+
+# ---- Fuzzing (fuzz/README.md) -----------------------------------------------
+# The AFL++ builds go to FUZZ_B (plain) and FUZZ_ASAN_B (ASan+UBSan); crashes
+# are replayed for triage with the plain ASan harnesses of FUZZ_DBG_B (the
+# debug build); findings go to FUZZ_DB.
+FUZZ_B ?= build/afl
+FUZZ_ASAN_B ?= build/afl-asan
+FUZZ_DBG_B ?= build/debug
+FUZZ_DB ?= traces/btrsim.db
+HARNESS ?= image
+SECONDS ?= 600
+JOBS ?= 1
+
+fuzz: deps
+	@$(MAKE) --no-print-directory MODE=afl B=$(FUZZ_B) fuzz-bins
+	@$(MAKE) --no-print-directory MODE=afl-asan B=$(FUZZ_ASAN_B) fuzz-bins
+
+fuzz-seeds: fuzz
+	@$(MAKE) --no-print-directory MODE=debug B=$(FUZZ_DBG_B) cmd fuzz-bins
+	@sh mk/fuzz-seeds.sh $(FUZZ_DBG_B) $(FUZZ_B)
+
+fuzz-run: deps
+	@$(MAKE) --no-print-directory MODE=afl B=$(FUZZ_B) fuzz-bins
+	@$(if $(filter 1,$(FUZZ_ASAN)),$(MAKE) --no-print-directory MODE=afl-asan B=$(FUZZ_ASAN_B) fuzz-bins)
+	@$(MAKE) --no-print-directory MODE=debug B=$(FUZZ_DBG_B) cmd fuzz-bins
+	@sh mk/fuzz-run.sh $(HARNESS) $(SECONDS) $(JOBS) $(FUZZ_DB) $(FUZZ_B) $(FUZZ_ASAN_B) \
+		$(FUZZ_DBG_B)
 
 coverage: deps
 	@rm -rf build/coverage/*.info reports/coverage
@@ -172,13 +217,31 @@ $(TRACES_LIB): $(call obj,$(TRACES_SRC))
 $(FAULTS_LIB): $(call obj,$(FAULTS_SRC))
 	$(call archive)
 
+$(FUZZ_LIB): $(call obj,$(FUZZ_SRC))
+	$(call archive)
+
 define link
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LD      $(MODE) $(@F)")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(1)
 endef
 
-$(BTRSIM): $(call obj,$(CLI_SRC)) $(TRACES_LIB) $(FAULTS_LIB) $(REF_LIB) $(SIM_LIB)
+$(BTRSIM): $(call obj,$(CLI_SRC)) $(FUZZ_LIB) $(TRACES_LIB) $(FAULTS_LIB) $(REF_LIB) $(SIM_LIB)
+	$(call link)
+
+# One main per harness: fuzz/driver.c with the harness's name (a static
+# pattern: a plain one would also match the .d files make tries to remake).
+FUZZ_DRIVERS := $(patsubst %,$(B)/fuzz/driver-%.o,$(FUZZ_HARNESSES))
+$(FUZZ_DRIVERS): $(B)/fuzz/driver-%.o: fuzz/driver.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $(MODE) $< ($*)")
+	$(Q)$(CC) $(CFLAGS) -DFUZZ_HARNESS_NAME='"$*"' -c -o $@ $<
+
+$(FUZZ_BINS): $(B)/fuzz/fuzz-%: $(B)/fuzz/driver-%.o $(FUZZ_LIB) $(TRACES_LIB) $(FAULTS_LIB) \
+		$(REF_LIB) $(SIM_LIB)
+	$(call link)
+
+$(FUZZ_MKSEED): $(B)/fuzz/mkseed.o $(FUZZ_LIB) $(TRACES_LIB) $(FAULTS_LIB) $(REF_LIB) $(SIM_LIB)
 	$(call link)
 
 $(UNIT): $(call obj,$(UNIT_SRC)) $(TRACES_LIB) $(FAULTS_LIB) $(REF_LIB) $(SIM_LIB)

@@ -46,6 +46,7 @@ extern const struct cli_cmd cli_cmd_runs;
 extern const struct cli_cmd cli_cmd_campaign;
 extern const struct cli_cmd cli_cmd_replay;
 extern const struct cli_cmd cli_cmd_violations;
+extern const struct cli_cmd cli_cmd_findings;
 extern const struct cli_cmd cli_cmd_report;
 
 /* A NUL-terminated copy of a name that is not (names in tree items are not). */

@@ -24,6 +24,7 @@ static const struct cli_cmd *const commands[] = {
 	&cli_cmd_runs,
 	&cli_cmd_replay,
 	&cli_cmd_violations,
+	&cli_cmd_findings,
 	&cli_cmd_report,
 	&cli_cmd_dump_super,
 	&cli_cmd_dump_tree,

@@ -148,12 +148,32 @@ static int load_devs(ref_fs *fs)
 		}
 		rw->devs = np;
 		const struct btrfs_dev_item *di = (const void *)d;
+		/* Each commit copies the item into the device's superblocks. */
+		if (memcmp(di->fsid, fs->meta_fsid, BTRFS_FSID_BYTES)) {
+			ref_path_release(fs, &p);
+			return ref_fail(fs, EROFS,
+					"device item %llu names another file system (a seed device); "
+					"seed devices are not supported for writing",
+					(unsigned long long)k.offset);
+		}
 		struct rw_dev *dev = &rw->devs[rw->ndevs++];
 		*dev = (struct rw_dev){ LE64(di->devid), LE64(di->total_bytes), LE64(di->bytes_used),
 					false, *di };
 		r = ref_next(fs, &p);
 	}
-	return r < 0 ? r : 0;
+	if (r < 0)
+		return r;
+	/* Chunks are placed on the devices of these items, and each commit
+	 * writes a device's item into its superblocks: every device needs one. */
+	for (size_t d = 0; d < fs->ndevs; d++) {
+		bool found = false;
+		for (size_t i = 0; i < rw->ndevs && !found; i++)
+			found = rw->devs[i].devid == fs->devs[d].devid;
+		if (!found)
+			return ref_fail(fs, EUCLEAN, "device %llu (disk %d) has no device item in the chunk tree",
+					(unsigned long long)fs->devs[d].devid, fs->devs[d].disk);
+	}
+	return 0;
 }
 
 int alloc_load(ref_fs *fs)

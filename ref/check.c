@@ -25,10 +25,11 @@ const char *check_key_str(const struct ref_key *k, char *buf, size_t len)
 	return buf;
 }
 
+/* An entry of 0 is a block that could not be read: no record. */
 const struct check_block *check_block_find(const struct check *ck, uint64_t bytenr)
 {
 	uint64_t *i = u64map_get(&ck->st->block_index, bytenr, false);
-	return i ? &ck->st->blocks[*i - 1] : NULL;
+	return i && *i ? &ck->st->blocks[*i - 1] : NULL;
 }
 
 int check_grow(void **arr, size_t n, size_t *cap, size_t size)

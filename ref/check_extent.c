@@ -39,10 +39,11 @@ struct ectx {
 	size_t nrefs, refs_cap;
 };
 
+/* An entry of 0 is a bytenr whose item was refused (too small): no record. */
 static struct erec *erec_find(struct ectx *e, uint64_t bytenr)
 {
 	uint64_t *i = u64map_get(&e->index, bytenr, false);
-	return i ? &e->recs[*i - 1] : NULL;
+	return i && *i ? &e->recs[*i - 1] : NULL;
 }
 
 static int add_ref(struct ectx *e, struct erec *rec, struct eref ref)

@@ -79,10 +79,19 @@ static int expected_free(const struct ref_chunk *c, const struct rlist *used, st
 	return r ? r : push(out, pos < end ? pos : end, end);
 }
 
+/* What the items of one block group's FREE_SPACE_INFO are. */
+struct info {
+	bool found;             /* a FREE_SPACE_INFO */
+	uint32_t count, flags;  /* its fields */
+	bool extents, bitmaps;  /* items of each kind met */
+};
+
 /* What the free-space tree records for the block group at c. */
 static int recorded_free(struct check *ck, const struct ref_root *root, const struct ref_chunk *c,
-			 struct rlist *out, uint32_t *count, bool *found)
+			 struct rlist *out, struct info *in)
 {
+	uint32_t *count = &in->count;
+	bool *found = &in->found;
 	ref_fs *fs = ck->fs;
 	struct ref_path path;
 	struct ref_key key = { c->logical, BTRFS_FREE_SPACE_INFO_KEY, c->length };
@@ -103,12 +112,17 @@ static int recorded_free(struct check *ck, const struct ref_root *root, const st
 			*count = size >= sizeof(struct btrfs_free_space_info)
 					 ? LE32(((const struct btrfs_free_space_info *)data)->extent_count)
 					 : 0;
+			in->flags = size >= sizeof(struct btrfs_free_space_info)
+					    ? LE32(((const struct btrfs_free_space_info *)data)->flags)
+					    : 0;
 		} else if (k.type == BTRFS_FREE_SPACE_EXTENT_KEY) {
+			in->extents = true;
 			if (push(out, k.objectid, k.objectid + k.offset)) {
 				r = -ENOMEM;
 				break;
 			}
 		} else if (k.type == BTRFS_FREE_SPACE_BITMAP_KEY) {
+			in->bitmaps = true;
 			uint64_t bits = k.offset / fs->sectorsize;
 			if (size < (bits + 7) / 8) {
 				char kb[64];
@@ -154,11 +168,22 @@ int check_free_space(struct check *ck)
 	for (size_t i = 0; !r && i < fs->nchunks; i++) {
 		const struct ref_chunk *c = &fs->chunks[i];
 		struct rlist want = { 0 }, have = { 0 };
-		uint32_t count = 0;
-		bool found;
+		struct info in = { 0 };
 		r = expected_free(c, &used, &want);
 		if (!r)
-			r = recorded_free(ck, &root, c, &have, &count, &found);
+			r = recorded_free(ck, &root, c, &have, &in);
+		uint32_t count = in.count;
+		bool found = in.found;
+		/* The flag says which kind of item holds the group's free space: a
+		 * reader (the kernel's, ref's writer) takes it at its word. */
+		bool bm = in.flags & BTRFS_FREE_SPACE_USING_BITMAPS;
+		if (!r && found && in.flags & ~(uint32_t)BTRFS_FREE_SPACE_USING_BITMAPS)
+			check_error(ck, "free space tree: block group %llu: FREE_SPACE_INFO has unknown flags %#x",
+				    (unsigned long long)c->logical, in.flags);
+		if (!r && found && (bm ? in.extents : in.bitmaps))
+			check_error(ck, "free space tree: block group %llu: FREE_SPACE_INFO says %s, but it has %s items",
+				    (unsigned long long)c->logical, bm ? "bitmaps" : "extents",
+				    bm ? "extent" : "bitmap");
 		if (!r && !found)
 			check_error(ck, "free space tree: block group %llu has no FREE_SPACE_INFO",
 				    (unsigned long long)c->logical);

@@ -563,16 +563,22 @@ int bt_delete_key(ref_fs *fs, struct rw_tree *t, const struct ref_key *key)
 int bt_item_append(ref_fs *fs, struct rw_tree *t, const struct ref_key *k, const void *data,
 		   uint32_t len)
 {
+	/* Looked at before anything is copied on write: an item that cannot
+	 * grow fails with nothing changed, so that the caller's operation can
+	 * fail cleanly (link's EMLINK without extended irefs, as the kernel's). */
 	struct ref_path p;
-	int r = bt_insert(fs, t, k, len, &p);
+	struct ref_key got;
 	uint32_t at = 0;
-	if (r == -EEXIST) {
-		struct ref_key got;
-		if ((r = bt_peek(fs, &t->root, k, false, &got, &at)))
-			return r < 0 ? r : -ENOENT;
+	int r = bt_peek(fs, &t->root, k, false, &got, &at);
+	if (r < 0)
+		return r;
+	if (r == 0 && !ref_key_cmp(&got, k)) {
 		if (at + len > bt_max_item(fs))
 			return -EOVERFLOW;
 		r = bt_resize(fs, t, k, at + len, &p);
+	} else {
+		at = 0;
+		r = bt_insert(fs, t, k, len, &p);
 	}
 	if (r)
 		return r;

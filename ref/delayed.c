@@ -158,8 +158,10 @@ static int run_data(ref_fs *fs, struct dref *d)
 	struct extent_refs x;
 	memset(&x, 0, sizeof(x));
 	bool existed = !d->is_new;
-	if (existed && (r = extent_load(fs, et, d->bytenr, d->num_bytes, &x)))
+	if (existed && (r = extent_load(fs, et, d->bytenr, d->num_bytes, &x))) {
+		extent_refs_free(&x);
 		return r;
+	}
 	if (!existed) {
 		x.bytenr = d->bytenr;
 		x.num_bytes = d->num_bytes;
@@ -184,7 +186,7 @@ static int run_data(ref_fs *fs, struct dref *d)
 	}
 	if (!r && existed != (x.total > 0))
 		r = account(fs, d->bytenr, d->num_bytes, !existed);
-	free(x.refs);
+	extent_refs_free(&x);
 	return r;
 }
 

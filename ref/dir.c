@@ -90,6 +90,11 @@ int dir_add(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
 	uint64_t index;
 	if ((r = inode_read(fs, dir, &dii)) || (r = next_index(fs, t, dir->ino, &index)))
 		return r;
+	/* The back reference first, as the kernel's btrfs_add_link: EMLINK (its
+	 * item full and no extended irefs) must fail before anything changed. */
+	if (!(type == BTRFS_FT_DIR && target->subvol != dir->subvol) &&
+	    (r = backref_add(fs, t, target, dir->ino, index, name, len)))
+		return r;
 	uint8_t buf[DIR_ENTRY + BTRFS_NAME_LEN];
 	fill_dir_entry(buf, target, type, fs->rw->transid, name, len);
 	uint32_t esize = (uint32_t)(DIR_ENTRY + len);
@@ -101,9 +106,6 @@ int dir_add(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
 		return r == -EEXIST ? ref_fail(fs, EUCLEAN, "directory index %llu taken",
 					       (unsigned long long)index)
 				    : r;
-	if (!(type == BTRFS_FT_DIR && target->subvol != dir->subvol) &&
-	    (r = backref_add(fs, t, target, dir->ino, index, name, len)))
-		return r;
 	dii.size = htole64(LE64(dii.size) + 2 * len);
 	inode_touch(fs, &dii, true, true);
 	return inode_write(fs, dir, &dii);

@@ -1,8 +1,8 @@
 /*
  * extent.c - data extent items: decoding the item and its keyed references
  * into one list, changing counts, and encoding it back with the inline
- * references in the order the kernel's tree-checker demands (by type, then
- * by hash or offset).
+ * references in the order the kernel's tree-checker demands (by type
+ * ascending, then by hash or parent descending).
  */
 #include "ref/extent.h"
 
@@ -107,9 +107,15 @@ int extent_load(ref_fs *fs, struct rw_tree *et, uint64_t bytenr, uint64_t num_by
 		} else {
 			continue;
 		}
-		if (x->nkeyed == sizeof(x->keyed) / sizeof(x->keyed[0])) {
-			r = bad(fs, bytenr, "more keyed references than supported (64)");
-			goto out;
+		if (x->nkeyed == x->keyed_cap) {
+			size_t cap = x->keyed_cap ? x->keyed_cap * 2 : 16;
+			void *np = realloc(x->keyed, cap * sizeof(*x->keyed));
+			if (!np) {
+				r = ref_fail(fs, ENOMEM, "out of memory");
+				goto out;
+			}
+			x->keyed = np;
+			x->keyed_cap = cap;
 		}
 		x->keyed[x->nkeyed++] = got;
 		if ((r = push(fs, x, &e)))
@@ -120,6 +126,15 @@ int extent_load(ref_fs *fs, struct rw_tree *et, uint64_t bytenr, uint64_t num_by
 out:
 	ref_path_release(fs, &p);
 	return r < 0 ? r : 0;
+}
+
+void extent_refs_free(struct extent_refs *x)
+{
+	free(x->refs);
+	free(x->keyed);
+	x->refs = NULL;
+	x->keyed = NULL;
+	x->n = x->cap = x->nkeyed = x->keyed_cap = 0;
 }
 
 int extent_refs_add(ref_fs *fs, struct extent_refs *x, uint64_t root, uint64_t ino,
@@ -160,6 +175,9 @@ static uint64_t seq(const struct xref *e)
 						    : e->parent;
 }
 
+/* The kernel's order of inline references (tree-checker.c check_extent_item,
+ * and where lookup_inline_extent_backref inserts): types ascending, and
+ * within a type the hash (data refs) or parent (shared refs) descending. */
 static int cmp_xref(const void *a, const void *b)
 {
 	const struct xref *x = a, *y = b;
@@ -167,7 +185,7 @@ static int cmp_xref(const void *a, const void *b)
 		return x->type < y->type ? -1 : 1;
 	uint64_t sx = seq(x), sy = seq(y);
 	if (sx != sy)
-		return sx < sy ? -1 : 1;
+		return sx > sy ? -1 : 1;
 	return 0;
 }
 

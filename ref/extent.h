@@ -21,12 +21,15 @@ struct extent_refs {
 	uint64_t total; /* the extent item's refs */
 	struct xref *refs;
 	size_t n, cap;
-	struct ref_key keyed[64]; /* keyed reference items found at load */
-	size_t nkeyed;
+	struct ref_key *keyed; /* keyed reference items found at load */
+	size_t nkeyed, keyed_cap;
 };
 
+/* Loads the extent item at bytenr and its keyed references; x is then the
+ * caller's to release with extent_refs_free, also after a failure. */
 int extent_load(ref_fs *fs, struct rw_tree *et, uint64_t bytenr, uint64_t num_bytes,
 		struct extent_refs *x);
+void extent_refs_free(struct extent_refs *x);
 int extent_refs_add(ref_fs *fs, struct extent_refs *x, uint64_t root, uint64_t ino,
 		    uint64_t offset, int64_t delta);
 /* Deletes the extent item and its keyed references as loaded. */

@@ -217,8 +217,8 @@ int bt_resize(ref_fs *fs, struct rw_tree *t, const struct ref_key *key, uint32_t
 /* Changes the key of the item under a COWed path (order must hold). */
 void bt_set_key(struct ref_path *path, const struct ref_key *k);
 uint8_t *bt_item(struct ref_path *path, uint32_t *size);
-/* Appends bytes to the item at key, creating it when absent; -EOVERFLOW
- * when it would outgrow a leaf. */
+/* Appends bytes to the item at key, creating it when absent; -EOVERFLOW,
+ * with nothing changed, when it would outgrow a leaf. */
 int bt_item_append(ref_fs *fs, struct rw_tree *t, const struct ref_key *k, const void *data,
 		   uint32_t len);
 /* Removes bytes [off, off+len) of the item at key (the item when nothing is left). */

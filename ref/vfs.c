@@ -184,7 +184,16 @@ static int follow_link(ref_fs *fs, const struct ref_ino *dir, const struct ref_i
 		return r == -ENOENT ? ref_fail(fs, ENOENT, "symlink target not found") : r;
 	if (type == BTRFS_FT_SYMLINK) {
 		struct ref_ino next = *out;
-		return follow_link(fs, &last.dir, &next, depth, out);
+		if ((r = follow_link(fs, &last.dir, &next, depth, out)))
+			return r;
+	}
+	/* A target ending in '/' names a directory, as a path does. */
+	if (last.trailing_slash) {
+		bool isdir;
+		if ((r = is_dir(fs, out, &isdir, NULL)))
+			return r;
+		if (!isdir)
+			return ref_fail(fs, ENOTDIR, "symlink target %s: not a directory", target);
 	}
 	return 0;
 }

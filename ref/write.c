@@ -249,9 +249,11 @@ static int write_aligned(ref_fs *fs, const struct ref_ino *ino, struct btrfs_ino
 	return r;
 }
 
-/* The inline extent of a file, if it has one: its data (*len bytes). */
-static int inline_data(ref_fs *fs, const struct ref_ino *ino, uint8_t *buf, uint64_t *len,
-		       bool *has)
+/* The inline extent of a file, if it has one: its data, the first *len bytes
+ * of it that fit in buf (cap bytes).  An inline extent is never larger than a
+ * sector; one that claims more is a damaged image (EUCLEAN). */
+static int inline_data(ref_fs *fs, const struct ref_ino *ino, uint8_t *buf, size_t cap,
+		       uint64_t *len, bool *has)
 {
 	struct fext e;
 	int r = extent_from(fs, ino, 0, &e);
@@ -260,12 +262,15 @@ static int inline_data(ref_fs *fs, const struct ref_ino *ino, uint8_t *buf, uint
 		return r == 1 ? 0 : r;
 	if (e.type != BTRFS_FILE_EXTENT_INLINE)
 		return 0;
+	if (e.ram_bytes > fs->sectorsize)
+		return ref_fail(fs, EUCLEAN, "inode %llu: inline extent of %llu bytes, more than a sector",
+				(unsigned long long)ino->ino, (unsigned long long)e.ram_bytes);
 	*has = true;
-	*len = e.ram_bytes;
-	ssize_t n = ref_pread(fs, ino, buf, e.ram_bytes, 0);
+	*len = e.ram_bytes < cap ? e.ram_bytes : cap;
+	ssize_t n = ref_pread(fs, ino, buf, *len, 0);
 	if (n < 0)
 		return (int)n;
-	memset(buf + n, 0, e.ram_bytes - (uint64_t)n);
+	memset(buf + n, 0, *len - (uint64_t)n);
 	return 0;
 }
 
@@ -312,7 +317,7 @@ static int uninline(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_it
 		return ref_fail(fs, ENOMEM, "out of memory");
 	uint64_t len;
 	bool has;
-	int r = inline_data(fs, ino, sector, &len, &has);
+	int r = inline_data(fs, ino, sector, fs->sectorsize, &len, &has);
 	if (!r && has)
 		r = write_aligned(fs, ino, ii, 0, sector, fs->sectorsize);
 	free(sector);
@@ -345,7 +350,7 @@ int file_write(ref_fs *fs, const struct ref_ino *ino, const void *buf, size_t le
 	bool inl = false;
 	uint64_t ilen = 0;
 	uint8_t small[VFS_MAX_INLINE + 1];
-	if ((r = inline_data(fs, ino, small, &ilen, &inl)))
+	if ((r = inline_data(fs, ino, small, sizeof(small), &ilen, &inl)))
 		return r;
 	int any = has_extents(fs, ino);
 	if (any < 0)
@@ -427,7 +432,7 @@ int file_truncate(ref_fs *fs, const struct ref_ino *ino, uint64_t newsize)
 	uint8_t small[VFS_MAX_INLINE + 1];
 	uint64_t ilen = 0;
 	bool inl;
-	if ((r = inline_data(fs, ino, small, &ilen, &inl)))
+	if ((r = inline_data(fs, ino, small, sizeof(small), &ilen, &inl)))
 		return r;
 	if (inl && fits_inline(fs, newsize)) {
 		uint8_t data[VFS_MAX_INLINE];
@@ -509,13 +514,20 @@ int file_fallocate(ref_fs *fs, const struct ref_ino *ino, int mode, uint64_t off
 	uint8_t small[VFS_MAX_INLINE + 1];
 	uint64_t ilen = 0;
 	bool inl;
-	if ((r = inline_data(fs, ino, small, &ilen, &inl)))
+	if ((r = inline_data(fs, ino, small, sizeof(small), &ilen, &inl)))
 		return r;
 	if (mode & FALLOC_FL_PUNCH_HOLE) {
 		if (end > size)
 			end = size;
 		if (off >= end)
 			goto done;
+		/* An inline extent larger than ours (the kernel's max_inline goes up
+		 * to a sector) becomes a regular extent first. */
+		if (inl && ilen > VFS_MAX_INLINE) {
+			if ((r = uninline(fs, ino, &ii)))
+				goto done;
+			inl = false;
+		}
 		if (inl) {
 			uint8_t data[VFS_MAX_INLINE];
 			memcpy(data, small, ilen);

@@ -92,11 +92,14 @@ static void error_lines(const char *report, char *out, size_t len)
 		snprintf(out, len, "%.400s", report ? report : "could not run");
 }
 
-/* Does the check report (or a read error) show damage that checksums caught? */
+/* Does the check report (or a read error) show damage that checksums caught?
+ * A disk whose every superblock copy the damage hit ("no valid btrfs
+ * superblock": bad checksum or magic) is refused, which is detection too. */
 static bool detected(const char *text)
 {
 	return text && (strstr(text, "csum") || strstr(text, "checksum") || strstr(text, "EIO") ||
-			strstr(text, "Input/output error"));
+			strstr(text, "Input/output error") ||
+			strstr(text, "no valid btrfs superblock"));
 }
 
 enum explore_verdict explore_judge(const struct ex *x, sim_volume *v, size_t point, char *why,
