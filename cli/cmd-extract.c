@@ -210,7 +210,7 @@ static void extract_one(struct ex *ex, const struct ref_ino *ino, const char *pa
 	case S_IFCHR:
 	case S_IFBLK:
 	case S_IFIFO:
-	case S_IFSOCK:
+	case S_IFSOCK: {
 		/* btrfs stores the kernel's internal encoding: major above bit 20 */
 		dev_t dev = makedev((unsigned)(st.rdev >> 20), (unsigned)(st.rdev & 0xfffff));
 		if (mknod(path, (st.mode & S_IFMT) | 0600, dev)) {
@@ -218,6 +218,7 @@ static void extract_one(struct ex *ex, const struct ref_ino *ino, const char *pa
 			return;
 		}
 		break;
+	}
 	default:
 		fail_path(ex, path, "unknown file type");
 		return;
