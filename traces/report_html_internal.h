@@ -96,6 +96,10 @@ struct rh_bars {
 void rh_svg_vbars(FILE *f, const struct rh_bars *b, int *w, int *h);
 /* Horizontal bars, one row per category, series side by side (or overlaid). */
 void rh_svg_hbars(FILE *f, const struct rh_bars *b, int *w, int *h);
+/* The file DIR/NAME drawn with rh_svg_vbars (vertical) or rh_svg_hbars, and
+ * its <img> with alt text in the page.  0 or -1 (err set). */
+int rh_bar_chart(struct rh *r, const char *name, const struct rh_bars *b, bool vertical,
+		 const char *alt);
 
 struct rh_line {
 	const char *name, *color;

@@ -139,12 +139,7 @@ int rh_faults(struct rh *r)
 		.v = v,
 		.overlay = true,
 	};
-	FILE *svg = rh_svg_open(r, "fault-points.svg");
-	if (!svg)
-		goto out;
-	int w, h;
-	rh_svg_hbars(svg, &b, &w, &h);
-	if (rh_svg_close(r, "fault-points.svg", svg, w, h,
+	if (rh_bar_chart(r, "fault-points.svg", &b, false,
 			 "bar chart: per fault point, the hits while armed and the times it fired"))
 		goto out;
 	ret = sim_faults(r);
@@ -744,12 +739,7 @@ int rh_coverage(struct rh *r)
 		.max = 100,
 		.percent = true,
 	};
-	FILE *svg = rh_svg_open(r, "coverage.svg");
-	if (!svg)
-		goto out;
-	int w, h;
-	rh_svg_hbars(svg, &b, &w, &h);
-	if (rh_svg_close(r, "coverage.svg", svg, w, h,
+	if (rh_bar_chart(r, "coverage.svg", &b, false,
 			 "bar chart: line, function and branch coverage per folder"))
 		goto out;
 	if (nd > nb)

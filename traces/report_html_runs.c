@@ -425,12 +425,7 @@ static int epoch_plot(struct rh *r, struct epochs *e)
 		.v = v,
 		.legend = true,
 	};
-	FILE *svg = rh_svg_open(r, "verdicts-per-epoch.svg");
-	if (!svg)
-		goto out;
-	int w, h;
-	rh_svg_vbars(svg, &b, &w, &h);
-	if (rh_svg_close(r, "verdicts-per-epoch.svg", svg, w, h,
+	if (rh_bar_chart(r, "verdicts-per-epoch.svg", &b, true,
 			 "stacked bars: crash states per flush epoch of the crash point, by verdict"))
 		goto out;
 	fputs("<p class=\"note\">The epoch of a crash state is the flush epoch (<code>io.epoch</code>) of "
@@ -516,12 +511,7 @@ static int states_histogram(struct rh *r)
 		.colors = colors,
 		.v = v,
 	};
-	FILE *svg = rh_svg_open(r, "states-per-workload.svg");
-	if (!svg)
-		goto out;
-	int w, h;
-	rh_svg_vbars(svg, &b, &w, &h);
-	if (rh_svg_close(r, "states-per-workload.svg", svg, w, h,
+	if (rh_bar_chart(r, "states-per-workload.svg", &b, true,
 			 "histogram: how many workloads had how many crash states"))
 		goto out;
 	ret = 0;

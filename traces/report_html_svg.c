@@ -351,3 +351,17 @@ void rh_svg_lines(FILE *f, const char *title, const char *xlabel, const char *yl
 	text(f, 14, top_m + ph / 2, "middle", tr, ylabel, 0);
 	fputs("</svg>\n", f);
 }
+
+int rh_bar_chart(struct rh *r, const char *name, const struct rh_bars *b, bool vertical,
+		 const char *alt)
+{
+	FILE *svg = rh_svg_open(r, name);
+	if (!svg)
+		return -1;
+	int w, h;
+	if (vertical)
+		rh_svg_vbars(svg, b, &w, &h);
+	else
+		rh_svg_hbars(svg, b, &w, &h);
+	return rh_svg_close(r, name, svg, w, h, alt);
+}
