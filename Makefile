@@ -86,6 +86,8 @@ help:
 	@echo "make test        deps, build with ASan+UBSan, run the whole test suite"
 	@echo "make asan        the debug build with ASan+UBSan (build/debug/)"
 	@echo "make coverage    gcov build, test suite, lcov HTML in reports/coverage/"
+	@echo "                 CORPUS=DIR: a fuzz corpus too (seeds, AFL++ queue or output; HARNESS=NAME or NAME:DIR)"
+	@echo "                 COVERAGE_TESTS=0: the corpus alone, without the test suite"
 	@echo "make bench       benchmarks (release build), ratios against memcpy"
 	@echo "make difftest    long differential campaign against the kernel [SEEDS=50 OPS=5000]"
 	@echo "make mutants     deliberately broken builds of ref (ref/mutant.h) in build/mutants/"
@@ -173,12 +175,26 @@ fuzz-run: deps
 	@sh mk/fuzz-run.sh $(HARNESS) $(SECONDS) $(JOBS) $(FUZZ_DB) $(FUZZ_B) $(FUZZ_ASAN_B) \
 		$(FUZZ_DBG_B)
 
+# make coverage [CORPUS="[HARNESS:]PATH..."] [HARNESS=NAME] [COVERAGE_TESTS=0]: the
+# gcov build (build/coverage; B=DIR on the command line for another), the test
+# suite (unless COVERAGE_TESTS=0), every input of CORPUS through the build's
+# plain harnesses (mk/coverage.sh --corpus; the harness from HARNESS= or the
+# path), then the report in COVERAGE_REPORT.
+COV_B := $(if $(filter command line,$(origin B)),$(B),build/coverage)
+COVERAGE_REPORT ?= reports/coverage
+COVERAGE_TESTS ?= 1
+CORPUS ?=
+# HARNESS names the corpus's harness only when given (its default is fuzz-run's).
+COV_HARNESS := $(if $(filter command line environment,$(origin HARNESS)),$(HARNESS))
+
 coverage: deps
-	@rm -rf build/coverage/*.info reports/coverage
-	@find build/coverage -name '*.gcda' -delete 2>/dev/null || true
-	@$(MAKE) --no-print-directory MODE=coverage build
-	@sh tests/run.sh build/coverage
-	@sh mk/coverage.sh build/coverage reports/coverage
+	@$(if $(filter 0,$(COVERAGE_TESTS)),$(if $(strip $(CORPUS)),,echo "make coverage: COVERAGE_TESTS=0 needs CORPUS=..." >&2; exit 2))
+	@rm -rf $(COV_B)/*.info $(COV_B)/corpus-failures.txt $(COVERAGE_REPORT)
+	@find $(COV_B) -name '*.gcda' -delete 2>/dev/null || true
+	@$(MAKE) --no-print-directory MODE=coverage B=$(COV_B) build
+	@$(if $(filter 0,$(COVERAGE_TESTS)),echo "coverage: COVERAGE_TESTS=0: the test suite is not run",sh tests/run.sh $(COV_B))
+	@$(if $(strip $(CORPUS)),HARNESS='$(COV_HARNESS)' sh mk/coverage.sh --corpus $(COV_B) $(CORPUS))
+	@sh mk/coverage.sh $(COV_B) $(COVERAGE_REPORT)
 
 clean:
 	rm -rf build btrsim

@@ -8,42 +8,57 @@
 #            side, best of 3 each: the overhead of the IO log, payloads, results
 #            and crash states.
 # Goals: at least 1,000 states per second per core; recording overhead under 30%.
+# On a terminal, a progress line of its 11 steps (mk/progress.sh).
 # Usage: bench/bench_explore.sh BTRSIM
 set -u
 B=${1:?usage: bench_explore.sh BTRSIM}
 W=$(dirname "$0")/workloads/explore-small.wl
 T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
+. "$(dirname "$0")/../mk/progress.sh"
+trap 'progress_clear; rm -rf "$T"' EXIT
+progress_init bench_explore
+STEPS=11
+step=0
 
 rate() { sed -n 's/.*crash states (\([0-9]*\)\/s).*/\1/p' | tail -n 1; }
 secs() { sed -n 's/.* in \([0-9.]*\) s$/\1/p' | tail -n 1; }
 
 best=0
-for _ in 1 2 3; do
+for r in 1 2 3; do
+	progress_steps $step $STEPS "explore, round $r of 3"
 	line=$(taskset -c 0 "$B" explore "$W" 2>/dev/null | tail -n 1) || true
+	step=$((step + 1))
 	r=$(echo "$line" | rate)
 	[ -n "$r" ] && [ "$r" -gt "$best" ] && best=$r
 	summary=$line
 done
-echo "explore: $summary"
-echo "explore: best $best crash states/s on one core (goal >= 1000)"
+progress_echo "explore: $summary"
+progress_echo "explore: best $best crash states/s on one core (goal >= 1000)"
 
+progress_steps $step $STEPS "seq-1 campaign"
 line=$(taskset -c 0 "$B" campaign --seq 1 -q 2>/dev/null | grep ' workloads, ')
-echo "seq-1: $line"
-echo "seq-1: $(echo "$line" | rate) crash states/s on one core (goal >= 1000)"
+step=$((step + 1))
+progress_echo "seq-1: $line"
+progress_echo "seq-1: $(echo "$line" | rate) crash states/s on one core (goal >= 1000)"
+progress_steps $step $STEPS "seq-2 campaign, first 400 workloads"
 line=$(taskset -c 0 "$B" campaign --seq 2 --limit 400 -q 2>/dev/null | grep ' workloads, ')
-echo "seq-2 (first 400 workloads): $line"
-echo "seq-2: $(echo "$line" | rate) crash states/s on one core (goal >= 1000)"
+step=$((step + 1))
+progress_echo "seq-2 (first 400 workloads): $line"
+progress_echo "seq-2: $(echo "$line" | rate) crash states/s on one core (goal >= 1000)"
 
 off=999999
 on=999999
 for i in 1 2 3; do
+	progress_steps $step $STEPS "seq-1 without the trace store, round $i of 3"
 	s=$(taskset -c 0 "$B" campaign --seq 1 -q 2>/dev/null | secs)
+	step=$((step + 1))
 	[ -n "$s" ] && off=$(echo "if ($s < $off) $s else $off" | bc)
 	rm -f "$T/r.db" "$T/r.db-wal" "$T/r.db-shm"
+	progress_steps $step $STEPS "seq-1 recording, round $i of 3"
 	s=$(taskset -c 0 "$B" campaign --seq 1 -q --db "$T/r.db" 2>/dev/null | secs)
+	step=$((step + 1))
 	[ -n "$s" ] && on=$(echo "if ($s < $on) $s else $on" | bc)
 done
 size=$(du -k "$T/r.db" | cut -f1)
-echo "record: seq-1 ${off}s without the trace store, ${on}s recording (${size} KiB database)"
-echo "record: overhead $(echo "scale=1; ($on - $off) * 100 / $off" | bc)% (goal < 30%)"
+progress_echo "record: seq-1 ${off}s without the trace store, ${on}s recording (${size} KiB database)"
+progress_echo "record: overhead $(echo "scale=1; ($on - $off) * 100 / $off" | bc)% (goal < 30%)"

@@ -15,6 +15,9 @@
 #   FUZZ_SECONDARY=1   no main instance here (another machine runs it)
 #   FUZZ_ASAN=1        one secondary (when JOBS >= 2) runs the ASan+UBSan build
 #   FUZZ_TIMEOUT=MS    afl-fuzz -t (default: image 1000, workload 5000, parse 1000)
+# On a terminal (stderr; mk/progress.sh), a progress line while AFL++ runs (its
+# own UI is off, AFL_NO_UI): seconds, executions and execs/s (from the second
+# minute on), corpus, crashes and hangs of this machine's instances summed, ETA.
 # Exit status: 0 done (findings or not), 1 a failure, 3 afl-fuzz cannot run here
 # (the reason is printed: tests SKIP on it).
 set -u
@@ -26,6 +29,7 @@ AB=${5:?}
 SB=${6:?}
 DBG=${7:?}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/mk/progress.sh"
 
 die() { echo "fuzz-run: $*" >&2; exit 1; }
 case $H in image | workload | parse) ;; *) die "HARNESS=$H: one of image, workload, parse" ;; esac
@@ -59,10 +63,37 @@ unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS MSAN_OPTIONS
 export AFL_NO_UI=1 AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 AFL_AUTORESUME=1
 export AFL_TRY_AFFINITY=1 AFL_IMPORT_FIRST=1
 pids=""
+insts=""
 stop() {
 	for p in $pids; do kill "$p" 2>/dev/null; done
+	progress_clear
 	rm -f "$STAMP"
 	exit 1
+}
+
+# The progress line, this campaign's instances summed: the corpus, crashes and
+# hangs counted in their directories (live); executions and execs/s from each
+# instance's last plot_data sample (relative_time, cycles_done, cur_item,
+# corpus_count, pending_total, pending_favs, map_size, saved_crashes,
+# saved_hangs, max_depth, execs_per_sec, total_execs, edges_found) of this
+# campaign, which AFL++ writes every 5 s but not in its first minute.
+fuzz_progress() {
+	el=$(($(date +%s) - START))
+	[ "$el" -gt "$SECS" ] && el=$SECS
+	corpus=0 crashes=0 hangs=0
+	for i in $insts; do
+		d="$OUT/$i"
+		for f in "$d"/queue/id:*; do [ -e "$f" ] && corpus=$((corpus + 1)); done
+		for f in "$d"/crashes/id:*; do [ -e "$f" ] && crashes=$((crashes + 1)); done
+		for f in "$d"/hangs/id:*; do [ -e "$f" ] && hangs=$((hangs + 1)); done
+	done
+	execs=$(for i in $insts; do
+		d="$OUT/$i/plot_data"
+		[ -f "$d" ] || continue
+		[ -n "$(find "$d" -newer "$STAMP")" ] || continue
+		tail -n 1 "$d" | tr -d ' ' | awk -F, '/^[0-9]/ { print $12, $11 }'
+	done | awk '{ n++; x += $1; r += $2 } END { if (n) printf "%.0f execs (%.0f/s), ", x, r }')
+	progress_line "$el/$SECS s, ${execs}corpus $corpus, $crashes crashes, $hangs hangs, ETA $((SECS - el)) s"
 }
 trap stop INT TERM
 
@@ -85,10 +116,22 @@ while [ "$i" -lt "$JOBS" ]; do
 	afl-fuzz -i "$SEEDS" -o "$OUT" $role "$inst" -V "$SECS" -t "$TMO" $DICT -- "$bin" \
 		>"$OUT/$inst.log" 2>&1 &
 	pids="$pids $!"
+	insts="$insts $inst"
 	i=$((i + 1))
 done
 echo "fuzz-run: $H: $JOBS instance(s) for $SECS s into $OUT (logs: $OUT/*.log)"
 
+progress_init "fuzz-run $H"
+if [ "$PROGRESS_ON" = 1 ]; then
+	while :; do
+		alive=0
+		for p in $pids; do kill -0 "$p" 2>/dev/null && alive=1; done
+		[ "$alive" -eq 1 ] || break
+		fuzz_progress
+		sleep 1
+	done
+	progress_clear
+fi
 failed=0
 for p in $pids; do
 	wait "$p" || failed=$((failed + 1))
