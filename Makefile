@@ -44,6 +44,7 @@ CLI_SRC  := $(wildcard cli/*.c)
 UNIT_SRC := $(wildcard tests/unit/*.c)
 BENCH_SRC := bench/bench_sim.c
 BENCH_FS_SRC := bench/bench_fs.c
+BENCH_SNAP_SRC := bench/bench_snapshot.c
 SWEEP_SRC := $(wildcard tests/sweep/*.c)
 # fuzz/: the harness code (a library, also linked into btrsim for `findings
 # --replay`), the harness programs' main (fuzz/driver.c, once per harness) and
@@ -62,6 +63,7 @@ BTRSIM  := $(B)/btrsim
 UNIT    := $(B)/tests/unit-tests
 BENCH   := $(B)/bench/bench-sim
 BENCH_FS := $(B)/bench/bench-fs
+BENCH_SNAP := $(B)/bench/bench-snapshot
 SWEEP   := $(B)/tests/corrupt-sweep
 FUZZ_BINS := $(patsubst %,$(B)/fuzz/fuzz-%,$(FUZZ_HARNESSES))
 FUZZ_MKSEED := $(B)/fuzz/fuzz-mkseed
@@ -100,7 +102,7 @@ deps:
 	@sh mk/deps.sh
 
 cmd: $(BTRSIM)
-build: $(BTRSIM) $(UNIT) $(SWEEP) $(BENCH) $(BENCH_FS) $(FUZZ_BINS) $(FUZZ_MKSEED)
+build: $(BTRSIM) $(UNIT) $(SWEEP) $(BENCH) $(BENCH_FS) $(BENCH_SNAP) $(FUZZ_BINS) $(FUZZ_MKSEED)
 fuzz-bins: $(FUZZ_BINS) $(FUZZ_MKSEED)
 
 asan:
@@ -123,6 +125,8 @@ bench: deps
 	@build/release/bench/bench-sim
 	@sh bench/bench_read.sh build/release/btrsim $(BENCH_READ_MIB)
 	@sh bench/bench_fs.sh build/release/bench/bench-fs $(BENCH_WRITE_MIB)
+	@build/release/bench/bench-snapshot create
+	@build/release/bench/bench-snapshot cow
 	@sh bench/bench_explore.sh build/release/btrsim
 	@$(MAKE) --no-print-directory MODE=afl B=$(FUZZ_B) fuzz-bins && sh bench/bench_fuzz.sh $(FUZZ_B)
 
@@ -270,6 +274,9 @@ $(BENCH): $(call obj,$(BENCH_SRC)) $(SIM_LIB)
 	$(call link)
 
 $(BENCH_FS): $(call obj,$(BENCH_FS_SRC)) $(REF_LIB) $(SIM_LIB)
+	$(call link)
+
+$(BENCH_SNAP): $(call obj,$(BENCH_SNAP_SRC)) $(REF_LIB) $(SIM_LIB)
 	$(call link)
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -15,6 +15,7 @@ static const char usage_text[] =
 	"reported on stderr; with no good copy the command fails (never wrong data).\n"
 	"\n"
 	"      --degraded      open with devices missing\n"
+	"      --usebackuproot open from a backup root if the root tree is unreadable\n"
 	"  -h, --help          show this help\n";
 
 const struct cli_cmd cli_cmd_cat;

@@ -15,6 +15,9 @@ static const char usage_text[] =
 	"\n"
 	"  -s, --super N       use superblock copy N (0, 1, 2) instead of the newest\n"
 	"      --degraded      check with devices missing\n"
+	"  -b, --backup        when the root tree is unreadable, use the newest backup\n"
+	"                      root that reads (--usebackuproot too; 'btrfs check\n"
+	"                      --backup' goes to a backup root at once)\n"
 	"  -v, --verbose       also report repaired reads as they happen\n"
 	"  -h, --help          show this help\n"
 	"\n"
@@ -28,6 +31,7 @@ static int cmd_check(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "super", required_argument, NULL, 's' }, { "degraded", no_argument, NULL, 'D' },
 		{ "verbose", no_argument, NULL, 'v' },     { "help", no_argument, NULL, 'h' },
+		{ "backup", no_argument, NULL, 'b' },      { "usebackuproot", no_argument, NULL, 'b' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ref_open_opts oo = { .super_mirror = -1, .log = stderr };
@@ -36,7 +40,7 @@ static int cmd_check(int argc, char **argv)
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "s:vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:bvh", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			if (cli_parse_u64(optarg, &v, 0) || v > 2)
@@ -45,6 +49,7 @@ static int cmd_check(int argc, char **argv)
 			oo.super_mirror = (int)v;
 			break;
 		case 'D': oo.degraded = true; break;
+		case 'b': oo.usebackuproot = true; break;
 		case 'v': co.verbose = true; break;
 		case 'h': return cli_help(&cli_cmd_check);
 		default: return cli_usage_error(&cli_cmd_check, "unknown option '%s'", argv[optind - 1]);

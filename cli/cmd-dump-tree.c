@@ -28,6 +28,7 @@ static const char usage_text[] =
 	"      --csum-items    print every checksum of EXTENT_CSUM items\n"
 	"  -s, --super N       use superblock copy N (0, 1, 2) instead of the newest\n"
 	"      --degraded      open with devices missing\n"
+	"      --usebackuproot open from a backup root if the root tree is unreadable\n"
 	"  -h, --help          show this help\n"
 	"\n"
 	"Exit status: 0, or 1 when the file system cannot be opened or a block is bad.\n";
@@ -333,7 +334,7 @@ static int cmd_dump_tree(int argc, char **argv)
 		{ "follow", no_argument, NULL, 'F' },      { "super", required_argument, NULL, 's' },
 		{ "bfs", no_argument, NULL, 'B' },         { "dfs", no_argument, NULL, 'P' },
 		{ "hide-names", no_argument, NULL, 'N' },  { "csum-headers", no_argument, NULL, 'H' },
-		{ "csum-items", no_argument, NULL, 'I' },
+		{ "csum-items", no_argument, NULL, 'I' },  { "usebackuproot", no_argument, NULL, 'U' },
 		{ "degraded", no_argument, NULL, 'D' },    { "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -369,6 +370,7 @@ static int cmd_dump_tree(int argc, char **argv)
 			oo.super_mirror = (int)v;
 			break;
 		case 'D': oo.degraded = true; break;
+		case 'U': oo.usebackuproot = true; break;
 		case 'h': return cli_help(&cli_cmd_dump_tree);
 		default:
 			return cli_usage_error(&cli_cmd_dump_tree, "unknown option '%s'", argv[optind - 1]);

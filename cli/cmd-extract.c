@@ -27,6 +27,7 @@ static const char usage_text[] =
 	"      --snapshots       also descend into snapshots\n"
 	"  -v, --verbose         print each path as it is extracted\n"
 	"      --degraded        open with devices missing\n"
+	"      --usebackuproot   open from a backup root if the root tree is unreadable\n"
 	"  -h, --help            show this help\n"
 	"\n"
 	"Exit status: 0, or 1 when anything could not be read or written (each on a\n"
@@ -263,7 +264,8 @@ static int cmd_extract(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "subvol", required_argument, NULL, 's' }, { "snapshots", no_argument, NULL, 'S' },
 		{ "verbose", no_argument, NULL, 'v' },      { "degraded", no_argument, NULL, 'D' },
-		{ "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 },
+		{ "usebackuproot", no_argument, NULL, 'U' }, { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	struct ref_open_opts oo = { .super_mirror = -1, .log = stderr };
 	struct ex ex = { 0 };
@@ -277,6 +279,7 @@ static int cmd_extract(int argc, char **argv)
 		case 'S': ex.snapshots = true; break;
 		case 'v': ex.verbose = true; break;
 		case 'D': oo.degraded = true; break;
+		case 'U': oo.usebackuproot = true; break;
 		case 'h': return cli_help(&cli_cmd_extract);
 		default:
 			return cli_usage_error(&cli_cmd_extract, "unknown option '%s'", argv[optind - 1]);

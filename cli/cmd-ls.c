@@ -18,6 +18,7 @@ static const char usage_text[] =
 	"  -R                  recursive, into subdirectories and subvolumes\n"
 	"  -i                  print each entry's inode number (subvolume:inode)\n"
 	"      --degraded      open with devices missing\n"
+	"      --usebackuproot open from a backup root if the root tree is unreadable\n"
 	"  -h, --help          show this help\n";
 
 const struct cli_cmd cli_cmd_ls;
@@ -88,7 +89,9 @@ static void list_dir(struct ls *ls, const char *path, const struct ref_ino *dir,
 static int cmd_ls(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "degraded", no_argument, NULL, 'D' }, { "help", no_argument, NULL, 'h' },
+		{ "degraded", no_argument, NULL, 'D' },
+		{ "usebackuproot", no_argument, NULL, 'U' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ref_open_opts oo = { .super_mirror = -1, .log = stderr };
@@ -102,6 +105,7 @@ static int cmd_ls(int argc, char **argv)
 		case 'R': ls.recursive = true; break;
 		case 'i': ls.inodes = true; break;
 		case 'D': oo.degraded = true; break;
+		case 'U': oo.usebackuproot = true; break;
 		case 'h': return cli_help(&cli_cmd_ls);
 		default: return cli_usage_error(&cli_cmd_ls, "unknown option '%s'", argv[optind - 1]);
 		}

@@ -15,6 +15,7 @@ static const char usage_text[] =
 	"parity) and the physical offset there, and how many bytes stay contiguous.\n"
 	"\n"
 	"      --degraded      open with devices missing\n"
+	"      --usebackuproot open from a backup root if the root tree is unreadable\n"
 	"  -h, --help          show this help\n";
 
 const struct cli_cmd cli_cmd_map;

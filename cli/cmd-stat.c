@@ -13,6 +13,7 @@ static const char usage_text[] =
 	"owner, size, bytes allocated, flags, generations and the four timestamps.\n"
 	"\n"
 	"      --degraded      open with devices missing\n"
+	"      --usebackuproot open from a backup root if the root tree is unreadable\n"
 	"  -h, --help          show this help\n";
 
 const struct cli_cmd cli_cmd_stat;

@@ -57,7 +57,9 @@ int cli_open_fs(const struct cli_cmd *cmd, char **paths, int n, const struct ref
 int cli_parse_open_opts(const struct cli_cmd *cmd, int argc, char **argv, struct ref_open_opts *oo)
 {
 	static const struct option opts[] = {
-		{ "degraded", no_argument, NULL, 'D' }, { "help", no_argument, NULL, 'h' },
+		{ "degraded", no_argument, NULL, 'D' },
+		{ "usebackuproot", no_argument, NULL, 'U' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	*oo = (struct ref_open_opts){ .super_mirror = -1, .log = stderr };
@@ -67,6 +69,7 @@ int cli_parse_open_opts(const struct cli_cmd *cmd, int argc, char **argv, struct
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'D': oo->degraded = true; break;
+		case 'U': oo->usebackuproot = true; break;
 		case 'h': return cli_help(cmd), -1;
 		default: return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
 		}

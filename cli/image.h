@@ -16,7 +16,8 @@ int cli_open_volume_seeded(const struct cli_cmd *cmd, char **paths, int n, bool 
 int cli_open_fs(const struct cli_cmd *cmd, char **paths, int n, const struct ref_open_opts *opts,
 		sim_volume **vol, ref_fs **fs);
 
-/* Parses the options of commands that take only --degraded and --help: 0 to go
+/* Parses the options of commands that take only --degraded, --usebackuproot
+ * (ref_open_opts.usebackuproot, the kernel's -o usebackuproot) and --help: 0 to go
  * on (optind at the first operand), -1 after printing the help, or the exit
  * status of a usage error. */
 int cli_parse_open_opts(const struct cli_cmd *cmd, int argc, char **argv, struct ref_open_opts *oo);

@@ -361,9 +361,13 @@ static int image_one(const uint8_t *data, size_t len, FILE *log)
 	}
 	FILE *out = log ? log : fuzz_devnull();
 	int mirror = (h.flags >> FZI_FLAG_MIRROR_SHIFT) & 3;
+	/* usebackuproot: a damaged root tree falls back to the backup roots, so
+	 * that their parsing and the writes on top of an older root are fuzzed
+	 * too (as mounting with -o usebackuproot would). */
 	struct ref_open_opts oo = { .degraded = h.flags & FZI_FLAG_DEGRADED,
 				    .super_mirror = mirror - 1, /* 0: the newest valid copy */
-				    .log = log };
+				    .log = log,
+				    .usebackuproot = true };
 	ref_fs *fs;
 	if (ref_open(vol, &oo, &fs, err, sizeof(err))) {
 		fuzz_log(log, "open: %s", err);

@@ -59,18 +59,19 @@ static const char *const sim_kinds[6] = {
 };
 
 /* Bounds that keep a run short: every crash state's tree is walked and each
- * file's bytes hashed (holes too), so file sizes cost in every state. */
+ * file hashed (its data read; holes and preallocated ranges fed as zeros
+ * unread, but a file's last MiB is read whole), so data costs in every state. */
 #define MAX_OPS 16
 #define MAX_FAULTS 2
 #define MAX_OFF (UINT64_C(1) << 20)  /* offsets below 1 MiB */
 #define MAX_LEN (UINT64_C(128) << 10) /* lengths up to 128 KiB */
 #define MAX_DATA (UINT64_C(1) << 20)  /* bytes written by all writes together */
 #define MAX_VLEN 65537u
-/* The special offset: the largest file offset, where every write and
- * fallocate fails (EINVAL, EFBIG).  A valid write just below it would make a
- * file of 2^63 bytes, which the crash judge hashes byte by byte (holes too:
- * traces/manifest_ref.c), so that no run would end. */
-#define BIG_OFF ((UINT64_C(1) << 63) - 1)
+/* The special offset: 256 bytes below the largest file offset (2^63 - 1),
+ * where a write or fallocate of up to 255 bytes makes a file of nearly 2^63
+ * bytes (the crash judge skips its holes: ref_next_data) and a longer one
+ * fails (EINVAL, EFBIG). */
+#define BIG_OFF ((UINT64_C(1) << 63) - 256)
 #define DISK_SIZE (UINT64_C(256) << 20)
 
 /* ---- Decoding ---- */
@@ -526,7 +527,7 @@ int fzw_encode(const struct wl_workload *w, const char *plan, const uint8_t hdr[
 		if (p < 0 || p2 < 0 ||
 		    ((op->kind == WL_SETXATTR || op->kind == WL_REMOVEXATTR) && xn < 0) ||
 		    ((op->kind == WL_WRITE || op->kind == WL_FALLOCATE) &&
-		     (op->off >= MAX_OFF || op->len > MAX_LEN)) ||
+		     ((op->off >= MAX_OFF && op->off != BIG_OFF) || op->len > MAX_LEN)) ||
 		    (op->kind == WL_TRUNCATE && op->size >= MAX_OFF + MAX_LEN))
 			continue;
 		int e = put(o, (uint64_t)op->kind, 1) ||
@@ -535,10 +536,12 @@ int fzw_encode(const struct wl_workload *w, const char *plan, const uint8_t hdr[
 		case WL_MKDIR:
 		case WL_CREATE: e = e || put(o, index_of_u32(modes, 8, op->mode, 0), 1); break;
 		case WL_WRITE:
-			e = e || put(o, op->off, 4) || put(o, op->len, 3) || put(o, op->seed, 2);
+			e = e || put(o, op->off == BIG_OFF ? 0xffffffff : op->off, 4) ||
+			    put(o, op->len, 3) || put(o, op->seed, 2);
 			break;
 		case WL_FALLOCATE:
-			e = e || put(o, op->off, 4) || put(o, op->len, 3) ||
+			e = e || put(o, op->off == BIG_OFF ? 0xffffffff : op->off, 4) ||
+			    put(o, op->len, 3) ||
 			    put(o, op->flags & WL_FALLOC_PUNCH_HOLE ? 2 : op->flags ? 1 : 0, 1);
 			break;
 		case WL_TRUNCATE: e = e || put(o, op->size, 4); break;

@@ -306,12 +306,17 @@ int alloc_tree_block(ref_fs *fs, uint64_t owner, uint8_t level, uint64_t *bytenr
 			return ref_fail(fs, ENOSPC, "no space left for a tree block");
 	}
 	fs->rw->in_txn = true;
-	return dref_tree(fs, *bytenr, owner, level, +1, true);
+	return dref_tree(fs, *bytenr, level, owner, 0, +1, true);
 }
 
-int free_tree_block(ref_fs *fs, struct ref_block *b)
+int free_tree_block(ref_fs *fs, struct ref_block *b, uint64_t root)
 {
-	int r = dref_tree(fs, b->bytenr, b->owner, b->level, -1, false);
+	return free_tree_block_ref(fs, b, root, 0);
+}
+
+int free_tree_block_ref(ref_fs *fs, struct ref_block *b, uint64_t root, uint64_t parent)
+{
+	int r = dref_tree(fs, b->bytenr, b->level, root, parent, -1, false);
 	if (r)
 		return r;
 	if (b->dirty) { /* never written: its space is free again at once */

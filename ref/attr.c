@@ -1,7 +1,8 @@
 /*
  * attr.c - inode attributes: xattrs (XATTR_ITEMs keyed by the name's hash,
  * colliding names sharing an item, as directory entries do), chmod, chown
- * and utimes.
+ * and utimes; file capabilities removed by writes, truncates, fallocate and
+ * chown (vfs_killpriv).
  */
 #include "ref/vfs_int.h"
 
@@ -152,16 +153,40 @@ ssize_t ref_getxattr(ref_fs *fs, const char *path, const char *name, void *value
 	return r ? r : (ssize_t)vlen;
 }
 
-/* Changes an inode's attributes under `path` (following symlinks). */
+int vfs_killpriv(ref_fs *fs, const struct ref_ino *ino, unsigned items, bool deleting)
+{
+	static const char name[] = "security.capability"; /* XATTR_NAME_CAPS */
+	size_t nlen = sizeof(name) - 1;
+	struct rw_tree *t;
+	int r = rw_tree_get(fs, ino->subvol, &t);
+	if (r)
+		return r;
+	struct ref_key k = { ino->ino, BTRFS_XATTR_ITEM_KEY, ref_name_hash(name, nlen) };
+	uint32_t off, esize;
+	r = find_entry(fs, &t->root, &k, name, nlen, &off, &esize, NULL, NULL);
+	if (r == -ENODATA)
+		return 0;
+	if (r || (r = vfs_reserve(fs, items + 1, deleting)))
+		return r;
+	return bt_item_cut(fs, t, &k, off, esize);
+}
+
+#define ATTR_ITEMS 2 /* set_attrs' reservation (killpriv adds its own) */
+
+/* Changes an inode's attributes under `path` (following symlinks); with
+ * killpriv (chown), a non-directory loses its file capabilities too. */
 static int set_attrs(ref_fs *fs, const char *path, int (*fn)(ref_fs *, struct btrfs_inode_item *,
 							       const void *),
-		     const void *arg)
+		     const void *arg, bool killpriv)
 {
 	struct ref_ino ino;
 	struct btrfs_inode_item ii;
-	int r = vfs_begin(fs, 2, false);
+	int r = vfs_begin(fs, ATTR_ITEMS, false);
 	if (r || (r = vfs_resolve(fs, path, true, &ino)) || (r = inode_read(fs, &ino, &ii)) ||
 	    (r = fn(fs, &ii, arg)))
+		return vfs_end(fs, r);
+	if (killpriv && !S_ISDIR(inode_mode(&ii)) &&
+	    (r = vfs_killpriv(fs, &ino, ATTR_ITEMS, false)))
 		return vfs_end(fs, r);
 	inode_touch(fs, &ii, false, true);
 	return vfs_end(fs, inode_write(fs, &ino, &ii));
@@ -177,7 +202,7 @@ static int do_chmod(ref_fs *fs, struct btrfs_inode_item *ii, const void *arg)
 
 int ref_chmod(ref_fs *fs, const char *path, uint32_t mode)
 {
-	return set_attrs(fs, path, do_chmod, &mode);
+	return set_attrs(fs, path, do_chmod, &mode, false);
 }
 
 static int do_chown(ref_fs *fs, struct btrfs_inode_item *ii, const void *arg)
@@ -189,7 +214,10 @@ static int do_chown(ref_fs *fs, struct btrfs_inode_item *ii, const void *arg)
 	if (ids[1] != UINT32_MAX)
 		ii->gid = htole32(ids[1]);
 	uint32_t mode = inode_mode(ii);
-	if (!S_ISDIR(mode)) { /* chown drops set-user-ID, and set-group-ID with group exec */
+	/* chown_common: on anything but a directory, set-user-ID goes, and
+	 * set-group-ID with group exec (root keeps the others); and the file's
+	 * capabilities (ATTR_KILL_PRIV: set_attrs), even for -1 -1. */
+	if (!S_ISDIR(mode)) {
 		mode &= ~(uint32_t)S_ISUID;
 		if ((mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
 			mode &= ~(uint32_t)S_ISGID;
@@ -201,7 +229,7 @@ static int do_chown(ref_fs *fs, struct btrfs_inode_item *ii, const void *arg)
 int ref_chown(ref_fs *fs, const char *path, uint32_t uid, uint32_t gid)
 {
 	uint32_t ids[2] = { uid, gid };
-	return set_attrs(fs, path, do_chown, ids);
+	return set_attrs(fs, path, do_chown, ids, true);
 }
 
 static int set_time(ref_fs *fs, struct btrfs_timespec *t, const struct timespec *ts)
@@ -240,5 +268,5 @@ int ref_utimes(ref_fs *fs, const char *path, const struct timespec times[2])
 {
 	if (times && times[0].tv_nsec == UTIME_OMIT && times[1].tv_nsec == UTIME_OMIT)
 		return 0; /* as utimensat: nothing to do, not even a lookup */
-	return set_attrs(fs, path, do_utimes, times);
+	return set_attrs(fs, path, do_utimes, times, false);
 }

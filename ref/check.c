@@ -187,6 +187,8 @@ static int walk(struct check *ck, uint64_t tree, uint64_t bytenr, uint64_t gen, 
 		key_of(d, i, &k);
 		if (i + 1 < n)
 			key_of(d, i + 1, &next);
+		if (h->level == ck->drop_level && ref_key_cmp(&k, &ck->drop_key) < 0)
+			continue; /* dropped by the cleaner already (as btrfs check skips it) */
 		r = walk(ck, tree, LE64(p->blockptr), LE64(p->generation), h->level - 1, bytenr, &k,
 			 i + 1 < n ? &next : hi);
 	}
@@ -197,6 +199,8 @@ static int walk(struct check *ck, uint64_t tree, uint64_t bytenr, uint64_t gen, 
 struct tree_root {
 	struct ref_root root;
 	struct ref_key key;
+	int drop_level; /* -1 unless a deleted subvolume is half dropped */
+	struct ref_key drop_key;
 };
 
 /* Every tree: root, chunk, then each ROOT_ITEM of the root tree, and the log tree. */
@@ -227,7 +231,13 @@ static int walk_all(struct check *ck)
 				const struct btrfs_root_item *ri = (const void *)data;
 				roots[n++] = (struct tree_root){
 					{ k.objectid, LE64(ri->bytenr), LE64(ri->generation), ri->level },
-					k };
+					k, -1, { 0, 0, 0 } };
+				if (ri->drop_progress.objectid) {
+					roots[n - 1].drop_level = ri->drop_level;
+					roots[n - 1].drop_key = (struct ref_key){
+						LE64(ri->drop_progress.objectid), ri->drop_progress.type,
+						LE64(ri->drop_progress.offset) };
+				}
 				if (ri->level >= BTRFS_MAX_TREE_LEVEL) {
 					check_error(ck, "root tree key %s: level %u",
 						    check_key_str(&k, kb, sizeof(kb)), ri->level);
@@ -246,7 +256,10 @@ static int walk_all(struct check *ck)
 	struct check_state *st = ck->st;
 	for (size_t i = 0; !r && i < n; i++) {
 		const struct ref_root *rt = &roots[i].root;
+		ck->drop_level = roots[i].drop_level;
+		ck->drop_key = roots[i].drop_key;
 		r = walk(ck, rt->id, rt->bytenr, rt->gen, rt->level, 0, NULL, NULL);
+		ck->drop_level = -1;
 		if (!r && holds_files(rt->id)) {
 			if (GROW(st->subvols, st->nsubvols, st->subvols_cap))
 				r = -ENOMEM;
@@ -274,7 +287,7 @@ long ref_check(ref_fs *fs, const struct ref_check_opts *opts)
 {
 	struct check_state st = { 0 };
 	struct check ck = { fs, opts && opts->out ? opts->out : stdout, 0, opts && opts->verbose,
-			    &st };
+			    &st, -1, { 0, 0, 0 } };
 	fprintf(ck.out, "[1/6] checking tree structure\n");
 	int r = walk_all(&ck);
 	if (!r) {

@@ -60,6 +60,10 @@ struct check {
 	unsigned long errors;
 	bool verbose;
 	struct check_state *st; /* what the structure walk collected (check.c) */
+	/* The tree being walked is a deleted subvolume half dropped: at this
+	 * level, children before this key are freed already (-1: none). */
+	int drop_level;
+	struct ref_key drop_key;
 };
 
 void check_error(struct check *ck, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

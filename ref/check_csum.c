@@ -174,9 +174,25 @@ int check_csums(struct check *ck)
 	struct sctx s = { .ck = ck };
 	const struct check_state *st = ck->st;
 	int r = 0;
-	for (size_t i = 0; !r && i < st->nsubvols; i++)
-		if (st->subvols[i] != BTRFS_DATA_RELOC_TREE_OBJECTID)
+	for (size_t i = 0; !r && i < st->nsubvols; i++) {
+		/* A deleted subvolume may be half freed by the cleaner: only the
+		 * walk knows which of its file extents remain (below). */
+		struct ref_subvol_info si;
+		if (st->subvols[i] != BTRFS_DATA_RELOC_TREE_OBJECTID &&
+		    !(ref_subvol_info(ck->fs, st->subvols[i], &si) == 0 && si.refs == 0))
 			r = collect_need(&s, st->subvols[i]);
+	}
+	/* Every data extent the structure walk reached may have csums. */
+	for (size_t i = 0; !r && i < st->ndrefs; i++) {
+		const struct check_dref *d = &st->drefs[i];
+		if (d->disk_bytenr + d->disk_num_bytes < d->disk_bytenr)
+			continue;
+		if (GROW(s.allow, s.nallow, s.allow_cap))
+			r = -ENOMEM;
+		else
+			s.allow[s.nallow++] = (struct range){ d->disk_bytenr,
+							      d->disk_bytenr + d->disk_num_bytes };
+	}
 	if (!r)
 		r = collect_have(&s);
 	if (!r) {

@@ -102,8 +102,12 @@ static int update_root_item(ref_fs *fs, struct rw_tree *t)
 	if (r)
 		return r;
 	struct ref_path p;
-	struct ref_key k = { t->root.id, BTRFS_ROOT_ITEM_KEY, 0 };
-	/* The root item's offset is 0 for every tree the write path changes. */
+	struct ref_key k = { t->root.id, BTRFS_ROOT_ITEM_KEY, 0 }, got;
+	/* A snapshot's root item has its creation transid as offset. */
+	if ((r = bt_peek(fs, &rt->root, &k, false, &got, NULL)) < 0)
+		return r;
+	if (r == 0 && got.objectid == k.objectid && got.type == k.type)
+		k = got;
 	if ((r = bt_lookup_cow(fs, rt, &k, &p)))
 		return r == -ENOENT ? ref_fail(fs, EUCLEAN, "tree %llu has no root item",
 					       (unsigned long long)t->root.id)
@@ -160,7 +164,7 @@ static int settle_round(ref_fs *fs, bool *work)
 			*work = true;
 		}
 	for (size_t i = 0; i < rw->ntrees && !r; i++) {
-		struct rw_tree *t = &rw->trees[i];
+		struct rw_tree *t = rw->trees[i];
 		if (t->dirty && t->root.id != BTRFS_ROOT_TREE_OBJECTID &&
 		    t->root.id != BTRFS_CHUNK_TREE_OBJECTID) {
 			r = update_root_item(fs, t);
@@ -276,6 +280,11 @@ int rw_commit(ref_fs *fs)
 	if (r)
 		return r;
 	struct rw_state *rw = fs->rw;
+	/* The cleaner's share of this transaction: a part of a deleted subvolume. */
+	if ((r = cleaner_step(fs)) < 0) {
+		rw->failed = true;
+		return r;
+	}
 	if (!rw->in_txn)
 		return 0;
 	bool work = true;
@@ -318,7 +327,7 @@ int rw_commit(ref_fs *fs)
 	rw->commits++;
 	rw->op_mark = rw->mods; /* a commit inside an operation's reservation changed nothing of it */
 	for (size_t i = 0; i < rw->ntrees; i++)
-		rw->trees[i].dirty = false;
+		rw->trees[i]->dirty = false;
 	alloc_unpin_all(fs);
 	return 0;
 }

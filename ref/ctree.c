@@ -25,11 +25,11 @@ uint32_t bt_max_item(const ref_fs *fs)
 	return leaf_space(fs->nodesize) - (uint32_t)ITEM_SIZE;
 }
 
-/* A new empty block of tree t at `level`, dirty, with one reference held. */
-static int new_block(ref_fs *fs, struct rw_tree *t, uint8_t level, struct ref_block **out)
+/* A new empty block of tree `owner` at `level`, dirty, with one reference held. */
+static int new_block(ref_fs *fs, uint64_t owner, uint8_t level, struct ref_block **out)
 {
 	uint64_t bytenr;
-	int r = alloc_tree_block(fs, t->root.id, level, &bytenr);
+	int r = alloc_tree_block(fs, owner, level, &bytenr);
 	if (r)
 		return r;
 	bool fault = FP_FAIL(FP_REF_MEM_BLOCK);
@@ -45,10 +45,10 @@ static int new_block(ref_fs *fs, struct rw_tree *t, uint8_t level, struct ref_bl
 	h->bytenr = htole64(bytenr);
 	h->flags = htole64((uint64_t)1 << 56) /* backref revision: MIXED */;
 	h->generation = htole64(fs->rw->transid);
-	h->owner = htole64(t->root.id);
+	h->owner = htole64(owner);
 	h->level = level;
 	b->gen = fs->rw->transid;
-	b->owner = t->root.id;
+	b->owner = owner;
 	b->level = level;
 	*out = b;
 	return 0;
@@ -89,27 +89,29 @@ static int cow_block(ref_fs *fs, struct rw_tree *t, struct ref_block *b, struct 
 		*out = n;
 		return 0;
 	}
-	if (t->last_snapshot && b->gen <= t->last_snapshot) {
-		ref_block_put(fs, b);
-		return ref_fail(fs, EOPNOTSUPP,
-				"tree %llu block %llu may be shared with a snapshot; changing shared trees is not implemented",
-				(unsigned long long)t->root.id, (unsigned long long)b->bytenr);
-	}
 	struct ref_block *n;
-	int r = new_block(fs, t, b->level, &n);
+	int r = new_block(fs, t->root.id, b->level, &n);
 	if (r) {
 		ref_block_put(fs, b);
 		return r;
 	}
 	size_t body = offsetof(struct btrfs_header_disk, nritems);
 	memcpy(n->data + body, b->data + body, fs->nodesize - body); /* the header is n's own */
+	bool last;
+	if ((r = share_cow(fs, t, b, n, &last))) {
+		ref_block_put(fs, b);
+		ref_block_put(fs, n);
+		return r;
+	}
 	if (parent)
 		node_set_ptr(parent->data, pslot, n->bytenr, n->gen);
 	else {
 		t->root = (struct ref_root){ t->root.id, n->bytenr, n->gen, n->level };
 		t->dirty = true;
 	}
-	r = free_tree_block(fs, b);
+	/* Shared with a snapshot: t only lets go of it. */
+	r = last ? free_tree_block(fs, b, t->root.id)
+		 : dref_tree(fs, b->bytenr, b->level, t->root.id, 0, -1, false);
 	ref_block_put(fs, b);
 	*out = n;
 	return r;
@@ -122,26 +124,14 @@ static int cow_path(ref_fs *fs, struct rw_tree *t, struct ref_path *p, int level
 			 top ? 0 : p->slot[level + 1], &p->blk[level]);
 }
 
-/* Reads child `slot` of node `parent`, checking its level and first key. */
+/* Reads child `slot` of node `parent`: a copy whose generation, level or
+ * first key is not what the parent says is skipped for the next. */
 static int read_child(ref_fs *fs, struct ref_block *parent, int slot, struct ref_block **out)
 {
 	uint64_t gen, bytenr = node_ptr(parent->data, slot, &gen);
-	struct ref_block *c;
-	int r = ref_read_block(fs, bytenr, gen, parent->level - 1, 0, &c);
-	if (r)
-		return r;
-	if (blk_nritems(c->data)) {
-		struct ref_key want, got;
-		blk_key(parent->data, slot, &want);
-		blk_key(c->data, 0, &got);
-		if (ref_key_cmp(&want, &got)) {
-			ref_block_put(fs, c);
-			return ref_fail(fs, EUCLEAN, "tree block %llu: first key differs from its parent's",
-					(unsigned long long)bytenr);
-		}
-	}
-	*out = c;
-	return 0;
+	struct ref_key want;
+	blk_key(parent->data, slot, &want);
+	return ref_read_child(fs, bytenr, gen, parent->level - 1, &want, out);
 }
 
 static void fixup_low_keys(struct ref_path *p, int level, const struct ref_key *k)
@@ -161,7 +151,7 @@ static int grow_root(ref_fs *fs, struct rw_tree *t, struct ref_path *p)
 		return ref_fail(fs, EOVERFLOW, "tree %llu would need more than 8 levels",
 				(unsigned long long)t->root.id);
 	struct ref_block *old = p->blk[top], *n;
-	int r = new_block(fs, t, (uint8_t)(top + 1), &n);
+	int r = new_block(fs, t->root.id, (uint8_t)(top + 1), &n);
 	if (r)
 		return r;
 	struct ref_key k = { 0, 0, 0 };
@@ -182,7 +172,7 @@ static int split_node(ref_fs *fs, struct rw_tree *t, struct ref_path *p, int lev
 	if (level == p->levels - 1 && (r = grow_root(fs, t, p)))
 		return r;
 	struct ref_block *nb = p->blk[level], *pb = p->blk[level + 1], *rb;
-	if ((r = new_block(fs, t, (uint8_t)level, &rb)))
+	if ((r = new_block(fs, t->root.id, (uint8_t)level, &rb)))
 		return r;
 	int n = (int)blk_nritems(nb->data), mid = n / 2;
 	node_append(rb->data, nb->data, mid, n - mid);
@@ -217,7 +207,7 @@ static int split_leaf(ref_fs *fs, struct rw_tree *t, struct ref_path *p, int ins
 		return r;
 	struct ref_block *pb = p->blk[1], *rb;
 	int ps = p->slot[1];
-	if ((r = new_block(fs, t, 0, &rb)))
+	if ((r = new_block(fs, t->root.id, 0, &rb)))
 		return r;
 	if (!found && slot == n) {
 		node_insert(pb->data, ps + 1, key, rb->bytenr, rb->gen);
@@ -289,6 +279,8 @@ int bt_search(ref_fs *fs, struct rw_tree *t, const struct ref_key *key, struct r
 	memset(p, 0, sizeof(*p));
 	if (cow && (r = rw_check_writable(fs)))
 		return r;
+	if (cow && t->rdonly) /* before anything changed: the call fails cleanly */
+		return ref_fail(fs, EROFS, "subvolume %llu is read-only", (unsigned long long)t->root.id);
 	if (cow)
 		fs->rw->mods++;
 	for (int restarts = 0; restarts < MAX_RESTARTS; restarts++) {
@@ -424,7 +416,7 @@ static int shrink_root(ref_fs *fs, struct rw_tree *t)
 		uint64_t gen, child = node_ptr(b->data, 0, &gen);
 		t->root = (struct ref_root){ t->root.id, child, gen, (uint8_t)(b->level - 1) };
 		t->dirty = true;
-		r = free_tree_block(fs, b);
+		r = free_tree_block(fs, b, t->root.id);
 		ref_block_put(fs, b);
 		if (r)
 			return r;
@@ -439,7 +431,7 @@ static int remove_child(ref_fs *fs, struct rw_tree *t, struct ref_path *p, int l
 {
 	struct ref_block *pb = p->blk[level];
 	int ps = p->slot[level];
-	int r = free_tree_block(fs, p->blk[level - 1]);
+	int r = free_tree_block(fs, p->blk[level - 1], t->root.id);
 	ref_block_put(fs, p->blk[level - 1]);
 	p->blk[level - 1] = NULL;
 	if (r)
@@ -450,9 +442,9 @@ static int remove_child(ref_fs *fs, struct rw_tree *t, struct ref_path *p, int l
 	if (n == 0) {
 		if (top) { /* every item gone: the tree becomes one empty leaf */
 			struct ref_block *leaf;
-			if ((r = new_block(fs, t, 0, &leaf)))
+			if ((r = new_block(fs, t->root.id, 0, &leaf)))
 				return r;
-			r = free_tree_block(fs, pb);
+			r = free_tree_block(fs, pb, t->root.id);
 			ref_block_put(fs, pb);
 			p->blk[level] = NULL;
 			p->levels = level; /* the freed root is no longer on the path */
@@ -617,4 +609,46 @@ int bt_peek(ref_fs *fs, const struct ref_root *root, const struct ref_key *key, 
 	if (size)
 		*size = sz;
 	return 0;
+}
+
+/* ---- New trees ---- */
+
+int bt_new_tree(ref_fs *fs, uint64_t id, struct rw_tree **out)
+{
+	struct ref_block *leaf;
+	int r = new_block(fs, id, 0, &leaf);
+	if (r)
+		return r;
+	struct ref_root root = { id, leaf->bytenr, leaf->gen, 0 };
+	ref_block_put(fs, leaf);
+	if ((r = rw_tree_add(fs, &root, 0, out)))
+		return r;
+	(*out)->dirty = true;
+	return 0;
+}
+
+int bt_snapshot_root(ref_fs *fs, struct rw_tree *src, uint64_t id, struct rw_tree **out)
+{
+	/* The source's root is made this transaction's own first, so that the
+	 * copy and the source share everything below the root. */
+	struct ref_block *b, *copy;
+	int r = ref_read_block(fs, src->root.bytenr, src->root.gen, src->root.level, 0, &b);
+	if (r)
+		return r;
+	if ((r = cow_block(fs, src, b, NULL, 0, &b)))
+		return r;
+	if ((r = new_block(fs, id, b->level, &copy))) {
+		ref_block_put(fs, b);
+		return r;
+	}
+	size_t body = offsetof(struct btrfs_header_disk, nritems);
+	memcpy(copy->data + body, b->data + body, fs->nodesize - body);
+	ref_block_put(fs, b);
+	src->last_snapshot = fs->rw->transid;
+	struct ref_root root = { id, copy->bytenr, copy->gen, copy->level };
+	r = share_children(fs, copy, false, +1);
+	ref_block_put(fs, copy);
+	if (!r && !(r = rw_tree_add(fs, &root, fs->rw->transid, out)))
+		(*out)->dirty = true;
+	return r;
 }

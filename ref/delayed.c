@@ -34,65 +34,117 @@ static struct dref *head(ref_fs *fs, uint64_t bytenr)
 	return d;
 }
 
-int dref_tree(ref_fs *fs, uint64_t bytenr, uint64_t root, uint8_t level, int delta, bool is_new)
+static int add_ref(ref_fs *fs, struct dref *d, const struct dref_ref *c)
 {
-	if (FP_FAIL(FP_REF_MEM_DREF))
-		return ref_fail(fs, ENOMEM,
-				"out of memory for a delayed reference (fault point %s)",
-				FP_REF_MEM_DREF);
+	d->total += c->delta;
+	for (size_t i = 0; i < d->nrefs; i++) {
+		struct dref_ref *e = &d->refs[i];
+		if (e->root == c->root && e->ino == c->ino && e->offset == c->offset &&
+		    e->parent == c->parent) {
+			e->delta += c->delta;
+			return 0;
+		}
+	}
+	if (d->nrefs == d->refs_cap) {
+		size_t cap = d->refs_cap ? d->refs_cap * 2 : 2;
+		void *p = realloc(d->refs, cap * sizeof(*d->refs));
+		if (!p)
+			return ref_fail(fs, ENOMEM, "out of memory");
+		d->refs = p;
+		d->refs_cap = cap;
+	}
+	d->refs[d->nrefs++] = *c;
+	return 0;
+}
+
+static struct dref *head_of(ref_fs *fs, uint64_t bytenr, int *r)
+{
+	*r = 0;
+	if (FP_FAIL(FP_REF_MEM_DREF)) {
+		*r = ref_fail(fs, ENOMEM, "out of memory for a delayed reference (fault point %s)",
+			      FP_REF_MEM_DREF);
+		return NULL;
+	}
 	struct dref *d = head(fs, bytenr);
 	if (!d)
-		return ref_fail(fs, ENOMEM, "out of memory");
+		*r = ref_fail(fs, ENOMEM, "out of memory");
+	fs->rw->in_txn = true;
+	return d;
+}
+
+int dref_tree(ref_fs *fs, uint64_t bytenr, uint8_t level, uint64_t root, uint64_t parent,
+	      int delta, bool is_new)
+{
+	int r;
+	struct dref *d = head_of(fs, bytenr, &r);
+	if (!d)
+		return r;
 	d->tree = true;
 	d->num_bytes = fs->nodesize;
-	d->tree_delta += delta;
-	if (delta > 0) {
-		d->root = root;
-		d->level = level;
-	}
+	d->level = level;
 	if (is_new)
 		d->is_new = true;
+	struct dref_ref c = { parent ? 0 : root, 0, 0, parent, delta };
+	return add_ref(fs, d, &c);
+}
+
+int dref_tree_flags(ref_fs *fs, uint64_t bytenr, uint8_t level, uint64_t flags)
+{
+	int r;
+	struct dref *d = head_of(fs, bytenr, &r);
+	if (!d)
+		return r;
+	d->tree = true;
+	d->num_bytes = fs->nodesize;
+	d->level = level;
+	d->set_flags |= flags;
 	return 0;
 }
 
 int dref_data(ref_fs *fs, uint64_t bytenr, uint64_t num_bytes, uint64_t root, uint64_t ino,
 	      uint64_t offset, int64_t delta, bool is_new)
 {
-	if (FP_FAIL(FP_REF_MEM_DREF))
-		return ref_fail(fs, ENOMEM,
-				"out of memory for a delayed reference (fault point %s)",
-				FP_REF_MEM_DREF);
-	struct dref *d = head(fs, bytenr);
+	int r;
+	struct dref *d = head_of(fs, bytenr, &r);
 	if (!d)
-		return ref_fail(fs, ENOMEM, "out of memory");
+		return r;
 	d->num_bytes = num_bytes;
 	if (is_new)
 		d->is_new = true;
-	fs->rw->in_txn = true;
-	for (size_t i = 0; i < d->ndata; i++) {
-		struct dref_data *e = &d->data[i];
-		if (e->root == root && e->ino == ino && e->offset == offset) {
-			e->delta += delta;
-			return 0;
-		}
+	struct dref_ref c = { root, ino, offset, 0, delta };
+	return add_ref(fs, d, &c);
+}
+
+int dref_data_shared(ref_fs *fs, uint64_t bytenr, uint64_t num_bytes, uint64_t parent,
+		     int64_t delta)
+{
+	int r;
+	struct dref *d = head_of(fs, bytenr, &r);
+	if (!d)
+		return r;
+	d->num_bytes = num_bytes;
+	struct dref_ref c = { 0, 0, 0, parent, delta };
+	return add_ref(fs, d, &c);
+}
+
+void dref_pending(ref_fs *fs, uint64_t bytenr, int64_t *delta, uint64_t *flags, bool *is_new)
+{
+	struct rw_state *rw = fs->rw;
+	uint64_t *idx = u64map_get(&rw->dref_idx, bytenr, false);
+	*delta = 0, *flags = 0, *is_new = false;
+	if (idx && *idx) {
+		const struct dref *d = &rw->drefs[*idx - 1];
+		*delta = d->total;
+		*flags = d->set_flags;
+		*is_new = d->is_new;
 	}
-	if (d->ndata == d->data_cap) {
-		size_t cap = d->data_cap ? d->data_cap * 2 : 2;
-		void *p = realloc(d->data, cap * sizeof(*d->data));
-		if (!p)
-			return ref_fail(fs, ENOMEM, "out of memory");
-		d->data = p;
-		d->data_cap = cap;
-	}
-	d->data[d->ndata++] = (struct dref_data){ root, ino, offset, delta };
-	return 0;
 }
 
 void dref_free_all(ref_fs *fs)
 {
 	struct rw_state *rw = fs->rw;
 	for (size_t i = 0; i < rw->ndrefs; i++)
-		free(rw->drefs[i].data);
+		free(rw->drefs[i].refs);
 	free(rw->drefs);
 	rw->drefs = NULL;
 	rw->ndrefs = rw->drefs_cap = 0;
@@ -118,65 +170,60 @@ static int account(ref_fs *fs, uint64_t bytenr, uint64_t len, bool add)
 	return add ? fst_remove(fs, bytenr, len) : fst_add(fs, bytenr, len);
 }
 
-static int run_tree(ref_fs *fs, struct dref *d)
-{
-	struct rw_tree *et;
-	int r = rw_tree_get(fs, BTRFS_EXTENT_TREE_OBJECTID, &et);
-	if (r || d->tree_delta == 0)
-		return r;
-	if (d->tree_delta == 1 && d->is_new) {
-		uint8_t buf[sizeof(struct btrfs_extent_item) + 9];
-		struct btrfs_extent_item *ei = (void *)buf;
-		ei->refs = htole64(1);
-		ei->generation = htole64(fs->rw->transid);
-		ei->flags = htole64(BTRFS_EXTENT_FLAG_TREE_BLOCK);
-		buf[sizeof(*ei)] = BTRFS_TREE_BLOCK_REF_KEY;
-		uint64_t root = htole64(d->root);
-		memcpy(buf + sizeof(*ei) + 1, &root, 8);
-		struct ref_key k = { d->bytenr, BTRFS_METADATA_ITEM_KEY, d->level };
-		if ((r = bt_insert_data(fs, et, &k, buf, sizeof(buf))))
-			return r == -EEXIST ? ref_fail(fs, EUCLEAN, "tree block %llu already has an extent item",
-						       (unsigned long long)d->bytenr)
-					    : r;
-		return account(fs, d->bytenr, fs->nodesize, true);
-	}
-	if (d->tree_delta == -1 && !d->is_new) {
-		if ((r = extent_drop_tree_ref(fs, et, d->bytenr)))
-			return r;
-		return account(fs, d->bytenr, fs->nodesize, false);
-	}
-	return ref_fail(fs, EUCLEAN, "tree block %llu: reference change %lld is not possible here",
-			(unsigned long long)d->bytenr, (long long)d->tree_delta);
-}
-
-static int run_data(ref_fs *fs, struct dref *d)
+/* One extent's changes: its item loaded (unless new), every reference
+ * change and flag applied, and the item stored again, or deleted with the
+ * extent's space, usage and checksums following when no reference is left. */
+static int run_extent(ref_fs *fs, struct dref *d)
 {
 	struct rw_tree *et;
 	int r = rw_tree_get(fs, BTRFS_EXTENT_TREE_OBJECTID, &et);
 	if (r)
 		return r;
+	bool existed = !d->is_new, moved = false; /* refs traded for others */
+	for (size_t i = 0; i < d->nrefs && !moved; i++)
+		moved = d->refs[i].delta != 0;
+	struct ref_key key = { d->bytenr, d->tree ? BTRFS_METADATA_ITEM_KEY : BTRFS_EXTENT_ITEM_KEY,
+			       d->tree ? d->level : d->num_bytes };
+	if (!existed && d->tree && moved) {
+		/* New at an address whose old block went in this same transaction
+		 * (only a broken build reuses space before the commit that frees it
+		 * is durable: ref/mutant.h EARLY_REUSE): the old item takes the
+		 * changes, whatever its level. */
+		struct ref_key at = { d->bytenr, BTRFS_METADATA_ITEM_KEY, 0 }, got;
+		if ((r = bt_peek(fs, &et->root, &at, false, &got, NULL)) < 0)
+			return r;
+		if (r == 0 && got.objectid == d->bytenr && got.type == BTRFS_METADATA_ITEM_KEY) {
+			existed = true;
+			key = got;
+		}
+		r = 0;
+	}
+	if (!existed && d->total == 0 && d->tree)
+		return 0; /* made and freed in this transaction (its space is free already) */
+	if (existed && d->total == 0 && !d->set_flags && !moved)
+		return 0;
 	struct extent_refs x;
 	memset(&x, 0, sizeof(x));
-	bool existed = !d->is_new;
-	if (existed && (r = extent_load(fs, et, d->bytenr, d->num_bytes, &x))) {
+	if (existed && (r = extent_load(fs, et, &key, &x))) {
 		extent_refs_free(&x);
 		return r;
 	}
 	if (!existed) {
-		x.bytenr = d->bytenr;
-		x.num_bytes = d->num_bytes;
+		x.key = key;
 		x.generation = fs->rw->transid;
-		x.flags = BTRFS_EXTENT_FLAG_DATA;
+		x.flags = d->tree ? BTRFS_EXTENT_FLAG_TREE_BLOCK : BTRFS_EXTENT_FLAG_DATA;
 	}
-	for (size_t i = 0; i < d->ndata && !r; i++)
-		if (d->data[i].delta)
-			r = extent_refs_add(fs, &x, d->data[i].root, d->data[i].ino, d->data[i].offset,
-					    d->data[i].delta);
+	x.flags |= d->set_flags;
+	for (size_t i = 0; i < d->nrefs && !r; i++)
+		if (d->refs[i].delta)
+			r = extent_ref_change(fs, &x, d->tree, &d->refs[i]);
 	if (!r && existed)
 		r = extent_delete(fs, et, &x);
+	if (d->tree)
+		x.key.offset = d->level; /* (the level of the block there now) */
 	if (!r && x.total > 0)
 		r = extent_store(fs, et, &x);
-	if (!r && x.total == 0) {
+	if (!r && x.total == 0 && !d->tree) {
 		/* Gone: its checksums go, and its space once this commit is durable. */
 		r = csum_delete(fs, d->bytenr, d->num_bytes);
 		if (!r && existed)
@@ -184,6 +231,7 @@ static int run_data(ref_fs *fs, struct dref *d)
 		else if (!r)
 			alloc_unreserve_data(fs, d->bytenr, d->num_bytes);
 	}
+	/* (A tree block's space was pinned or freed when its last reference went.) */
 	if (!r && existed != (x.total > 0))
 		r = account(fs, d->bytenr, d->num_bytes, !existed);
 	extent_refs_free(&x);
@@ -208,9 +256,9 @@ long dref_run(ref_fs *fs)
 	qsort(list, n, sizeof(*list), cmp_dref);
 	int r = 0;
 	for (size_t i = 0; i < n && !r; i++)
-		r = list[i].tree ? run_tree(fs, &list[i]) : run_data(fs, &list[i]);
+		r = run_extent(fs, &list[i]);
 	for (size_t i = 0; i < n; i++)
-		free(list[i].data);
+		free(list[i].refs);
 	free(list);
 	return r ? r : (long)n;
 }

@@ -82,6 +82,13 @@ static int backref_add(ref_fs *fs, struct rw_tree *t, const struct ref_ino *targ
 int dir_add(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
 	    const struct ref_ino *target, uint8_t type)
 {
+	uint64_t index;
+	return dir_add_index(fs, dir, name, len, target, type, &index);
+}
+
+int dir_add_index(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
+		  const struct ref_ino *target, uint8_t type, uint64_t *index_out)
+{
 	struct rw_tree *t;
 	int r = rw_tree_get(fs, dir->subvol, &t);
 	if (r)
@@ -90,6 +97,7 @@ int dir_add(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
 	uint64_t index;
 	if ((r = inode_read(fs, dir, &dii)) || (r = next_index(fs, t, dir->ino, &index)))
 		return r;
+	*index_out = index;
 	/* The back reference first, as the kernel's btrfs_add_link: EMLINK (its
 	 * item full and no extended irefs) must fail before anything changed. */
 	if (!(type == BTRFS_FT_DIR && target->subvol != dir->subvol) &&
@@ -226,7 +234,7 @@ static int index_of(ref_fs *fs, const struct ref_ino *dir, const char *name, siz
 {
 	struct index_search is = { name, len, 0 };
 	int r = ref_readdir(fs, dir, match_index, &is);
-	if (r == 1) {
+	if (r >= 0 && is.index) { /* (the walk ends quietly when the callback stops it) */
 		*index = is.index;
 		return 0;
 	}
@@ -249,7 +257,7 @@ int dir_remove(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t l
 	if ((r = dir_item_find(fs, &t->root, &k, name, len, &off, &esize, NULL, NULL)))
 		return r == -ENOENT ? ref_fail(fs, ENOENT, "%.*s: no such entry", (int)len, name) : r;
 	uint64_t index = 0;
-	if (target->subvol != dir->subvol)
+	if (target->subvol != dir->subvol || target->ino == BTRFS_EMPTY_SUBVOL_DIR_OBJECTID)
 		r = index_of(fs, dir, name, len, &index);
 	else
 		r = backref_remove(fs, t, target, dir->ino, name, len, &index);

@@ -1,8 +1,8 @@
 /*
- * extent.c - data extent items: decoding the item and its keyed references
- * into one list, changing counts, and encoding it back with the inline
- * references in the order the kernel's tree-checker demands (by type
- * ascending, then by hash or parent descending).
+ * extent.c - extent items of data extents and tree blocks: decoding the item
+ * and its keyed references into one list, changing counts, and encoding it
+ * back with the inline references in the order the kernel's tree-checker
+ * demands (by type ascending, then by root, hash or parent descending).
  */
 #include "ref/extent.h"
 
@@ -39,29 +39,44 @@ static int bad(ref_fs *fs, uint64_t bytenr, const char *why)
 	return ref_fail(fs, EUCLEAN, "extent item %llu: %s", (unsigned long long)bytenr, why);
 }
 
+static uint64_t bytenr_of(const struct extent_refs *x)
+{
+	return x->key.objectid;
+}
+
 static int decode_inline(ref_fs *fs, struct extent_refs *x, const uint8_t *d, uint32_t size)
 {
 	if (size < sizeof(struct btrfs_extent_item))
-		return bad(fs, x->bytenr, "too small");
+		return bad(fs, bytenr_of(x), "too small");
 	x->total = le64(d);
 	x->generation = le64(d + 8);
 	x->flags = le64(d + 16);
-	if (!(x->flags & BTRFS_EXTENT_FLAG_DATA))
-		return bad(fs, x->bytenr, "not a data extent");
+	bool tree = x->key.type == BTRFS_METADATA_ITEM_KEY;
+	if (!(x->flags & (tree ? BTRFS_EXTENT_FLAG_TREE_BLOCK : BTRFS_EXTENT_FLAG_DATA)))
+		return bad(fs, bytenr_of(x), tree ? "not a tree block" : "not a data extent");
 	uint32_t pos = sizeof(struct btrfs_extent_item);
 	while (pos < size) {
 		struct xref e = { 0 };
 		uint8_t type = d[pos];
-		if (type == BTRFS_EXTENT_DATA_REF_KEY && size - pos >= 1 + 28) {
+		if (!tree && type == BTRFS_EXTENT_DATA_REF_KEY && size - pos >= 1 + 28) {
 			data_ref_decode(d + pos + 1, &e);
 			pos += 1 + 28;
-		} else if (type == BTRFS_SHARED_DATA_REF_KEY && size - pos >= 1 + 8 + 4) {
+		} else if (!tree && type == BTRFS_SHARED_DATA_REF_KEY && size - pos >= 1 + 8 + 4) {
 			e.type = type;
 			e.parent = le64(d + pos + 1);
 			e.count = le32(d + pos + 9);
 			pos += 13;
+		} else if (tree && (type == BTRFS_TREE_BLOCK_REF_KEY ||
+				    type == BTRFS_SHARED_BLOCK_REF_KEY) && size - pos >= 1 + 8) {
+			e.type = type;
+			if (type == BTRFS_TREE_BLOCK_REF_KEY)
+				e.root = le64(d + pos + 1);
+			else
+				e.parent = le64(d + pos + 1);
+			e.count = 1;
+			pos += 9;
 		} else {
-			return bad(fs, x->bytenr, "unknown or truncated inline reference");
+			return bad(fs, bytenr_of(x), "unknown or truncated inline reference");
 		}
 		int r = push(fs, x, &e);
 		if (r)
@@ -70,15 +85,41 @@ static int decode_inline(ref_fs *fs, struct extent_refs *x, const uint8_t *d, ui
 	return 0;
 }
 
-int extent_load(ref_fs *fs, struct rw_tree *et, uint64_t bytenr, uint64_t num_bytes,
-		struct extent_refs *x)
+/* A keyed reference item decoded; false for an item that is none. */
+static bool keyed_decode(const struct ref_key *k, const uint8_t *d, uint32_t size, struct xref *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->type = k->type;
+	e->count = 1;
+	switch (k->type) {
+	case BTRFS_TREE_BLOCK_REF_KEY:
+		e->root = k->offset;
+		return true;
+	case BTRFS_SHARED_BLOCK_REF_KEY:
+		e->parent = k->offset;
+		return true;
+	case BTRFS_EXTENT_DATA_REF_KEY:
+		if (size < 28)
+			return false;
+		data_ref_decode(d, e);
+		return true;
+	case BTRFS_SHARED_DATA_REF_KEY:
+		if (size < 4)
+			return false;
+		e->parent = k->offset;
+		e->count = le32(d);
+		return true;
+	}
+	return false;
+}
+
+int extent_load(ref_fs *fs, struct rw_tree *et, const struct ref_key *key, struct extent_refs *x)
 {
 	memset(x, 0, sizeof(*x));
-	x->bytenr = bytenr;
-	x->num_bytes = num_bytes;
+	x->key = *key;
+	uint64_t bytenr = key->objectid;
 	struct ref_path p;
-	struct ref_key k = { bytenr, BTRFS_EXTENT_ITEM_KEY, num_bytes };
-	int r = ref_search(fs, &et->root, &k, &p);
+	int r = ref_search(fs, &et->root, key, &p);
 	if (r < 0)
 		return r;
 	struct ref_key got = { 0, 0, 0 };
@@ -86,7 +127,7 @@ int extent_load(ref_fs *fs, struct rw_tree *et, uint64_t bytenr, uint64_t num_by
 	uint32_t size;
 	if (r == 0)
 		ref_path_item(&p, &got, &d, &size);
-	if (r == 1 || ref_key_cmp(&got, &k)) {
+	if (r == 1 || ref_key_cmp(&got, key)) {
 		if (r == 0)
 			ref_path_release(fs, &p);
 		return bad(fs, bytenr, "missing from the extent tree");
@@ -97,16 +138,9 @@ int extent_load(ref_fs *fs, struct rw_tree *et, uint64_t bytenr, uint64_t num_by
 		ref_path_item(&p, &got, &d, &size);
 		if (got.objectid != bytenr || got.type > BTRFS_SHARED_DATA_REF_KEY)
 			break;
-		struct xref e = { 0 };
-		if (got.type == BTRFS_EXTENT_DATA_REF_KEY && size >= 28) {
-			data_ref_decode(d, &e);
-		} else if (got.type == BTRFS_SHARED_DATA_REF_KEY && size >= 4) {
-			e.type = got.type;
-			e.parent = got.offset;
-			e.count = le32(d);
-		} else {
+		struct xref e;
+		if (!keyed_decode(&got, d, size, &e))
 			continue;
-		}
 		if (x->nkeyed == x->keyed_cap) {
 			size_t cap = x->keyed_cap ? x->keyed_cap * 2 : 16;
 			void *np = realloc(x->keyed, cap * sizeof(*x->keyed));
@@ -137,33 +171,58 @@ void extent_refs_free(struct extent_refs *x)
 	x->n = x->cap = x->nkeyed = x->keyed_cap = 0;
 }
 
-int extent_refs_add(ref_fs *fs, struct extent_refs *x, uint64_t root, uint64_t ino,
-		    uint64_t offset, int64_t delta)
+static bool same_ref(const struct xref *e, const struct xref *c)
 {
+	if (e->type != c->type)
+		return false;
+	switch (e->type) {
+	case BTRFS_TREE_BLOCK_REF_KEY:
+		return e->root == c->root;
+	case BTRFS_EXTENT_DATA_REF_KEY:
+		return e->root == c->root && e->ino == c->ino && e->offset == c->offset;
+	default:
+		return e->parent == c->parent;
+	}
+}
+
+int extent_ref_change(ref_fs *fs, struct extent_refs *x, bool tree, const struct dref_ref *c)
+{
+	struct xref want = { 0 };
+	if (tree)
+		want.type = c->parent ? BTRFS_SHARED_BLOCK_REF_KEY : BTRFS_TREE_BLOCK_REF_KEY;
+	else
+		want.type = c->parent ? BTRFS_SHARED_DATA_REF_KEY : BTRFS_EXTENT_DATA_REF_KEY;
+	want.root = c->parent ? 0 : c->root;
+	want.ino = c->parent || tree ? 0 : c->ino;
+	want.offset = c->parent || tree ? 0 : c->offset;
+	want.parent = c->parent;
+	int64_t delta = c->delta;
 	for (size_t i = 0; i < x->n; i++) {
 		struct xref *e = &x->refs[i];
-		if (e->type == BTRFS_EXTENT_DATA_REF_KEY && e->root == root && e->ino == ino &&
-		    e->offset == offset) {
-			if ((int64_t)e->count + delta < 0)
-				return bad(fs, x->bytenr, "reference count below zero");
-			e->count = (uint64_t)((int64_t)e->count + delta);
-			x->total = (uint64_t)((int64_t)x->total + delta);
-			if (e->count == 0)
-				x->refs[i] = x->refs[--x->n];
-			return 0;
-		}
+		if (!same_ref(e, &want))
+			continue;
+		if ((int64_t)e->count + delta < 0 || (tree && e->count + delta > 1))
+			return bad(fs, bytenr_of(x), (int64_t)e->count + delta < 0
+							     ? "reference count below zero"
+							     : "a tree block referenced twice the same way");
+		e->count = (uint64_t)((int64_t)e->count + delta);
+		x->total = (uint64_t)((int64_t)x->total + delta);
+		if (e->count == 0)
+			x->refs[i] = x->refs[--x->n];
+		return 0;
 	}
 	if (delta < 0)
-		return bad(fs, x->bytenr, "dropping a reference it does not have");
+		return bad(fs, bytenr_of(x), "dropping a reference it does not have");
+	if (tree && delta > 1)
+		return bad(fs, bytenr_of(x), "a tree block referenced twice the same way");
 	x->total += (uint64_t)delta;
-	struct xref e = { BTRFS_EXTENT_DATA_REF_KEY, root, ino, offset, 0, (uint64_t)delta };
-	return push(fs, x, &e);
+	want.count = (uint64_t)delta;
+	return push(fs, x, &want);
 }
 
 int extent_delete(ref_fs *fs, struct rw_tree *et, const struct extent_refs *x)
 {
-	struct ref_key k = { x->bytenr, BTRFS_EXTENT_ITEM_KEY, x->num_bytes };
-	int r = bt_delete_key(fs, et, &k);
+	int r = bt_delete_key(fs, et, &x->key);
 	for (size_t i = 0; i < x->nkeyed && !r; i++)
 		r = bt_delete_key(fs, et, &x->keyed[i]);
 	return r;
@@ -171,13 +230,20 @@ int extent_delete(ref_fs *fs, struct rw_tree *et, const struct extent_refs *x)
 
 static uint64_t seq(const struct xref *e)
 {
-	return e->type == BTRFS_EXTENT_DATA_REF_KEY ? ref_extent_data_ref_hash(e->root, e->ino, e->offset)
-						    : e->parent;
+	switch (e->type) {
+	case BTRFS_EXTENT_DATA_REF_KEY:
+		return ref_extent_data_ref_hash(e->root, e->ino, e->offset);
+	case BTRFS_TREE_BLOCK_REF_KEY:
+		return e->root;
+	default:
+		return e->parent;
+	}
 }
 
 /* The kernel's order of inline references (tree-checker.c check_extent_item,
  * and where lookup_inline_extent_backref inserts): types ascending, and
- * within a type the hash (data refs) or parent (shared refs) descending. */
+ * within a type the root (tree refs), hash (data refs) or parent (shared
+ * refs) descending. */
 static int cmp_xref(const void *a, const void *b)
 {
 	const struct xref *x = a, *y = b;
@@ -191,7 +257,14 @@ static int cmp_xref(const void *a, const void *b)
 
 static uint32_t inline_size(const struct xref *e)
 {
-	return e->type == BTRFS_EXTENT_DATA_REF_KEY ? 1 + 28 : 1 + 8 + 4;
+	switch (e->type) {
+	case BTRFS_EXTENT_DATA_REF_KEY:
+		return 1 + 28;
+	case BTRFS_SHARED_DATA_REF_KEY:
+		return 1 + 8 + 4;
+	default:
+		return 1 + 8;
+	}
 }
 
 static void data_ref_encode(uint8_t *p, const struct xref *e)
@@ -209,6 +282,11 @@ static int store_keyed(ref_fs *fs, struct rw_tree *et, uint64_t bytenr, const st
 		uint32_t c = htole32((uint32_t)e->count);
 		struct ref_key k = { bytenr, BTRFS_SHARED_DATA_REF_KEY, e->parent };
 		return bt_insert_data(fs, et, &k, &c, 4);
+	}
+	if (e->type == BTRFS_TREE_BLOCK_REF_KEY || e->type == BTRFS_SHARED_BLOCK_REF_KEY) {
+		struct ref_key k = { bytenr, e->type,
+				     e->type == BTRFS_TREE_BLOCK_REF_KEY ? e->root : e->parent };
+		return bt_insert_data(fs, et, &k, NULL, 0);
 	}
 	uint8_t buf[28];
 	data_ref_encode(buf, e);
@@ -228,11 +306,10 @@ int extent_store(ref_fs *fs, struct rw_tree *et, struct extent_refs *x)
 	size_t ninline = 0;
 	while (ninline < x->n && size + inline_size(&x->refs[ninline]) <= INLINE_MAX)
 		size += inline_size(&x->refs[ninline++]);
-	struct ref_key k = { x->bytenr, BTRFS_EXTENT_ITEM_KEY, x->num_bytes };
 	struct ref_path p;
-	int r = bt_insert(fs, et, &k, size, &p);
+	int r = bt_insert(fs, et, &x->key, size, &p);
 	if (r)
-		return r == -EEXIST ? bad(fs, x->bytenr, "stored twice") : r;
+		return r == -EEXIST ? bad(fs, bytenr_of(x), "stored twice") : r;
 	uint8_t *d = bt_item(&p, NULL);
 	struct btrfs_extent_item ei = { htole64(x->total), htole64(x->generation), htole64(x->flags) };
 	memcpy(d, &ei, sizeof(ei));
@@ -242,6 +319,10 @@ int extent_store(ref_fs *fs, struct rw_tree *et, struct extent_refs *x)
 		d[pos] = e->type;
 		if (e->type == BTRFS_EXTENT_DATA_REF_KEY) {
 			data_ref_encode(d + pos + 1, e);
+		} else if (e->type == BTRFS_TREE_BLOCK_REF_KEY ||
+			   e->type == BTRFS_SHARED_BLOCK_REF_KEY) {
+			uint64_t v = htole64(seq(e));
+			memcpy(d + pos + 1, &v, 8);
 		} else {
 			uint64_t parent = htole64(e->parent);
 			uint32_t c = htole32((uint32_t)e->count);
@@ -252,33 +333,6 @@ int extent_store(ref_fs *fs, struct rw_tree *et, struct extent_refs *x)
 	}
 	ref_path_release(fs, &p);
 	for (size_t i = ninline; i < x->n && !r; i++)
-		r = store_keyed(fs, et, x->bytenr, &x->refs[i]);
+		r = store_keyed(fs, et, bytenr_of(x), &x->refs[i]);
 	return r;
-}
-
-int extent_drop_tree_ref(ref_fs *fs, struct rw_tree *et, uint64_t bytenr)
-{
-	struct ref_path p;
-	struct ref_key k = { bytenr, BTRFS_METADATA_ITEM_KEY, 0 };
-	int r = ref_search(fs, &et->root, &k, &p);
-	if (r < 0)
-		return r;
-	struct ref_key got = { 0, 0, 0 };
-	const uint8_t *d;
-	uint32_t size = 0;
-	if (r == 0) {
-		ref_path_item(&p, &got, &d, &size);
-		if (got.objectid == bytenr && got.type == BTRFS_METADATA_ITEM_KEY && size >= 24 &&
-		    le64(d) != 1) {
-			ref_path_release(fs, &p);
-			return ref_fail(fs, EOPNOTSUPP,
-					"tree block %llu has %llu references; dropping shared tree blocks is not implemented",
-					(unsigned long long)bytenr, (unsigned long long)le64(d));
-		}
-		ref_path_release(fs, &p);
-	}
-	if (r == 1 || got.objectid != bytenr || got.type != BTRFS_METADATA_ITEM_KEY)
-		return ref_fail(fs, EUCLEAN, "tree block %llu has no metadata extent item",
-				(unsigned long long)bytenr);
-	return bt_delete_key(fs, et, &got);
 }

@@ -179,3 +179,61 @@ ssize_t ref_pread(ref_fs *fs, const struct ref_ino *ino, void *buf, size_t len, 
 	ref_path_release(fs, &path);
 	return r < 0 ? r : (ssize_t)len;
 }
+
+int ref_next_data(ref_fs *fs, const struct ref_ino *ino, uint64_t off, uint64_t *start,
+		  uint64_t *end)
+{
+	struct ref_stat st;
+	int r = ref_stat(fs, ino, &st);
+	if (r)
+		return r;
+	if (S_ISDIR(st.mode))
+		return ref_fail(fs, EISDIR, "inode %llu is a directory", (unsigned long long)ino->ino);
+	*start = *end = st.size;
+	if (off >= st.size)
+		return 0;
+	struct ref_root root;
+	if ((r = ref_find_root(fs, ino->subvol, &root)))
+		return r;
+	struct ref_path path;
+	struct ref_key key = { ino->ino, BTRFS_EXTENT_DATA_KEY, off };
+	r = ref_search_le(fs, &root, &key, &path);
+	if (r == 1)
+		r = ref_search(fs, &root, &key, &path);
+	bool found = false;
+	while (r == 0) {
+		struct ref_key k;
+		const uint8_t *data;
+		uint32_t size;
+		ref_path_item(&path, &k, &data, &size);
+		if (k.objectid > ino->ino || (k.objectid == ino->ino && k.type > BTRFS_EXTENT_DATA_KEY))
+			break;
+		if (k.objectid == ino->ino && k.type == BTRFS_EXTENT_DATA_KEY) {
+			if (k.offset >= st.size || (found && k.offset > *end))
+				break; /* past the size, or a gap after the run */
+			struct extent e = { 0 };
+			if ((r = parse_extent(fs, ino, &k, data, size, &e)))
+				break;
+			uint64_t a = e.file_off > off ? e.file_off : off;
+			uint64_t b = e.file_off + e.len < st.size ? e.file_off + e.len : st.size;
+			bool zeros = e.type == BTRFS_FILE_EXTENT_PREALLOC ||
+				     (e.type == BTRFS_FILE_EXTENT_REG && e.disk_bytenr == 0);
+			if (a < b && !zeros) {
+				if (!found)
+					*start = a;
+				if (!found || b > *end)
+					*end = b;
+				found = true;
+			} else if (found && a < b) {
+				break; /* a hole or preallocated extent ends the run */
+			}
+		}
+		r = ref_next(fs, &path);
+	}
+	ref_path_release(fs, &path);
+	if (r < 0)
+		return r;
+	if (!found)
+		*start = *end = st.size;
+	return 0;
+}

@@ -1,7 +1,8 @@
 /*
  * fileops.c - the data calls of the API by path: write, truncate, fallocate,
  * fsync and fdatasync, with Linux's argument checks (EISDIR, EINVAL, EFBIG,
- * EOPNOTSUPP) and space reserved before anything changes.
+ * EOPNOTSUPP) and space reserved before anything changes; the first three
+ * remove the file's capabilities (vfs_killpriv).
  */
 #include "ref/vfs_int.h"
 
@@ -36,7 +37,8 @@ static unsigned data_items(const ref_fs *fs, uint64_t len)
 ssize_t ref_write(ref_fs *fs, const char *path, const void *buf, size_t len, uint64_t off)
 {
 	struct ref_ino ino;
-	int r = vfs_begin(fs, data_items(fs, len), false);
+	unsigned items = data_items(fs, len);
+	int r = vfs_begin(fs, items, false);
 	if (r || (r = regular(fs, path, EINVAL, &ino)))
 		return vfs_end(fs, r);
 	/* As rw_verify_area: an end past the largest loff_t is EINVAL (the
@@ -44,6 +46,9 @@ ssize_t ref_write(ref_fs *fs, const char *path, const void *buf, size_t len, uin
 	if (off > VFS_MAX_FILE_SIZE || len > VFS_MAX_FILE_SIZE - off)
 		return vfs_end(fs, ref_fail(fs, EINVAL, "the write would pass the largest file offset"));
 	if ((r = alloc_reserve_data(fs, len + 2 * (uint64_t)fs->sectorsize)))
+		return vfs_end(fs, r);
+	/* btrfs_buffered_write: a write of no bytes ends before file_remove_privs. */
+	if (len && (r = vfs_killpriv(fs, &ino, items, false)))
 		return vfs_end(fs, r);
 	r = file_write(fs, &ino, buf, len, off);
 	r = vfs_end(fs, r);
@@ -59,6 +64,9 @@ int ref_truncate(ref_fs *fs, const char *path, uint64_t size)
 	if (r || (r = regular(fs, path, EINVAL, &ino)))
 		return vfs_end(fs, r);
 	if ((r = alloc_reserve_data(fs, 2 * (uint64_t)fs->sectorsize)))
+		return vfs_end(fs, r);
+	/* do_truncate: ATTR_KILL_PRIV, whatever the size */
+	if ((r = vfs_killpriv(fs, &ino, 12, true)))
 		return vfs_end(fs, r);
 	return vfs_end(fs, file_truncate(fs, &ino, size));
 }
@@ -91,10 +99,16 @@ int ref_fallocate(ref_fs *fs, const char *path, int mode, uint64_t off, uint64_t
 {
 	struct ref_ino ino;
 	bool punch = mode & FALLOC_FL_PUNCH_HOLE;
-	int r = vfs_begin(fs, data_items(fs, punch ? 0 : len), punch);
+	unsigned items = data_items(fs, punch ? 0 : len);
+	int r = vfs_begin(fs, items, punch);
 	if (r || (r = falloc_args(fs, path, mode, off, len, &ino)))
 		return vfs_end(fs, r);
 	if ((r = alloc_reserve_data(fs, (punch ? 0 : len) + 2 * (uint64_t)fs->sectorsize)))
+		return vfs_end(fs, r);
+	/* btrfs_fallocate, btrfs_punch_hole: file_modified.  (The kernel skips
+	 * it when the whole range to punch lies in one hole of its extent-map
+	 * cache; ref, like the oracle's model, always removes them.) */
+	if ((r = vfs_killpriv(fs, &ino, items, punch)))
 		return vfs_end(fs, r);
 	return vfs_end(fs, file_fallocate(fs, &ino, mode, off, len));
 }

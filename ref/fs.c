@@ -51,7 +51,11 @@ int ref_subvol_info(ref_fs *fs, uint64_t subvol, struct ref_subvol_info *out)
 	struct ref_key k;
 	const uint8_t *data;
 	uint32_t size;
-	int r = ref_find_first(fs, &fs->tree_root, subvol, BTRFS_ROOT_ITEM_KEY, &path, &k, &data, &size);
+	struct ref_root tr;
+	int r = ref_find_root(fs, BTRFS_ROOT_TREE_OBJECTID, &tr);
+	if (r)
+		return r;
+	r = ref_find_first(fs, &tr, subvol, BTRFS_ROOT_ITEM_KEY, &path, &k, &data, &size);
 	if (r && r != -ENOENT)
 		return r;
 	if (r || size < btrfs_legacy_root_item_size()) {
@@ -64,15 +68,25 @@ int ref_subvol_info(ref_fs *fs, uint64_t subvol, struct ref_subvol_info *out)
 	out->id = subvol;
 	out->flags = LE64(ri->flags);
 	out->generation = LE64(ri->generation);
+	out->last_snapshot = LE64(ri->last_snapshot);
+	out->refs = LE32(ri->refs);
 	if (size >= sizeof(*ri)) {
 		memcpy(out->uuid, ri->uuid, BTRFS_UUID_SIZE);
 		memcpy(out->parent_uuid, ri->parent_uuid, BTRFS_UUID_SIZE);
 		memcpy(out->received_uuid, ri->received_uuid, BTRFS_UUID_SIZE);
 		out->ctransid = LE64(ri->ctransid);
 		out->otransid = LE64(ri->otransid);
+		out->otime = (struct timespec){ (time_t)LE64(ri->otime.sec), LE32(ri->otime.nsec) };
+		out->ctime = (struct timespec){ (time_t)LE64(ri->ctime.sec), LE32(ri->ctime.nsec) };
 	}
 	ref_path_release(fs, &path);
-	return 0;
+	r = ref_find_first(fs, &tr, subvol, BTRFS_ROOT_BACKREF_KEY, &path, &k, &data, &size);
+	if (r == 0) {
+		out->parent = k.offset;
+		out->dirid = size >= 8 ? le64(data) : 0;
+		ref_path_release(fs, &path);
+	}
+	return r == -ENOENT ? 0 : r;
 }
 
 /* Finds the item with exactly this key in a subvolume's tree; the path holds it. */

@@ -117,6 +117,12 @@ void cache_free_all(ref_fs *fs);
 /* Takes the block at bytenr out of the cache (NULL when not cached). */
 struct ref_block *cache_unlink(ref_fs *fs, uint64_t bytenr);
 void cache_insert(ref_fs *fs, struct ref_block *b);
+/* ref_read_block with the first key the parent's key pointer records for the
+ * child (NULL: not checked; nor on a block with no items).  Generation, level
+ * and first key are checked copy by copy: a copy that fails is skipped for the
+ * next, and only a copy that passes is cached. */
+int ref_read_child(ref_fs *fs, uint64_t bytenr, uint64_t gen, int level,
+		   const struct ref_key *first_key, struct ref_block **out);
 /* Validates a tree block image (checksum aside): header and item layout. */
 const char *block_invalid(const ref_fs *fs, const uint8_t *data, uint64_t bytenr);
 bool block_csum_ok(const ref_fs *fs, const uint8_t *data);

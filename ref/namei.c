@@ -18,8 +18,7 @@ static bool is_subvol_entry(const struct ref_ino *dir, const struct ref_ino *tar
 	return target->subvol != dir->subvol;
 }
 
-/* The parent of a name about to be created: -EEXIST for "/", "." and "..". */
-static int new_name(ref_fs *fs, const char *path, struct vfs_name *n)
+int vfs_new_name(ref_fs *fs, const char *path, struct vfs_name *n)
 {
 	int r = vfs_parent(fs, path, n);
 	if (r)
@@ -38,7 +37,7 @@ static int make_node(ref_fs *fs, const char *path, uint32_t mode, const char *ta
 {
 	struct vfs_name n;
 	int r = vfs_begin(fs, 8, false);
-	if (r || (r = new_name(fs, path, &n)))
+	if (r || (r = vfs_new_name(fs, path, &n)))
 		return vfs_end(fs, r);
 	if (n.trailing_slash && !S_ISDIR(mode))
 		return vfs_end(fs, ref_fail(fs, S_ISREG(mode) ? EISDIR : ENOENT,
@@ -116,7 +115,7 @@ int ref_link(ref_fs *fs, const char *oldpath, const char *newpath)
 		return vfs_end(fs, r);
 	/* Linux's order: the new name first (EEXIST), then the inode (EPERM,
 	 * EXDEV, EMLINK). */
-	if ((r = new_name(fs, newpath, &n)))
+	if ((r = vfs_new_name(fs, newpath, &n)))
 		return vfs_end(fs, r);
 	if (n.trailing_slash)
 		return vfs_end(fs, ref_fail(fs, ENOENT, "%s: a trailing slash names a directory",
@@ -197,8 +196,10 @@ int ref_rmdir(ref_fs *fs, const char *path)
 	if (type != BTRFS_FT_DIR)
 		return vfs_end(fs, ref_fail(fs, ENOTDIR, "%s: not a directory", path));
 	if (is_subvol_entry(&n.dir, &ino))
-		return vfs_end(fs, ref_fail(fs, EPERM, "%s: deleting subvolumes is not implemented",
+		return vfs_end(fs, ref_fail(fs, EPERM, "%s: a subvolume (btrsim subvolume delete removes it)",
 					    path));
+	if (ino.ino == BTRFS_EMPTY_SUBVOL_DIR_OBJECTID) /* a snapshot's stand-in for a subvolume */
+		return vfs_end(fs, dir_remove(fs, &n.dir, n.name, n.len, &ino));
 	if ((r = dir_is_empty(fs, &ino)) <= 0)
 		return vfs_end(fs, r < 0 ? r : ref_fail(fs, ENOTEMPTY, "%s: directory not empty", path));
 	if ((r = dir_remove(fs, &n.dir, n.name, n.len, &ino)))

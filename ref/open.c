@@ -1,7 +1,8 @@
 /*
  * open.c - opening a file system on a sim volume: the superblock to trust,
  * which disk is which device, the chunk map, and the root tree (falling back
- * to the backup roots when the newest one is unreadable).
+ * to the backup roots when the newest one is unreadable and the caller asked
+ * for it with usebackuproot, as the kernel does).
  */
 #include "ref/rw.h"
 
@@ -181,7 +182,9 @@ static int check_missing(ref_fs *fs)
 	return 0;
 }
 
-/* The root tree from the superblock, or from the newest backup root that reads. */
+/* The root tree from the superblock; with usebackuproot, when that one does
+ * not read, from the newest backup root that does (the kernel's
+ * init_tree_roots: without the option a damaged root tree fails the mount). */
 static int open_root_tree(ref_fs *fs)
 {
 	fs->tree_root = (struct ref_root){ BTRFS_ROOT_TREE_OBJECTID, LE64(fs->sb.root),
@@ -195,6 +198,10 @@ static int open_root_tree(ref_fs *fs)
 	}
 	char first[sizeof(fs->err)];
 	memcpy(first, fs->err, sizeof(first));
+	if (!fs->opts.usebackuproot)
+		return ref_fail(fs, -r,
+				"root tree unreadable: %s (usebackuproot would try the backup roots)",
+				first);
 	/* Backups, newest generation first. */
 	bool tried[BTRFS_BACKUP_ROOTS] = { false };
 	for (int round = 0; round < BTRFS_BACKUP_ROOTS; round++) {

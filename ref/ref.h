@@ -24,6 +24,12 @@ struct ref_open_opts {
 	bool degraded; /* open with devices missing where every chunk still has a copy */
 	int super_mirror; /* -1: the newest valid copy; 0..2: only that copy */
 	FILE *log; /* where to report repaired reads and fallbacks (NULL: nowhere) */
+	/* The kernel's -o usebackuproot: when the root tree the superblock names
+	 * is unreadable, try the superblock's backup roots, newest first.  Without
+	 * it such a file system does not open (EIO or EUCLEAN), as the kernel
+	 * refuses to mount it: a backup root is an older state, never shown
+	 * unasked. */
+	bool usebackuproot;
 };
 
 /* Opens the file system on the disks of vol (any order; matched by fsid and
@@ -57,9 +63,10 @@ int ref_key_cmp(const struct ref_key *a, const struct ref_key *b);
 struct ref_block;
 const uint8_t *ref_block_data(const struct ref_block *b);
 void ref_block_put(ref_fs *fs, struct ref_block *b);
-/* Reads the tree block at logical bytenr and validates it on its own (checksum,
- * header, item layout, key order).  Expectations of 0 / -1 are not checked:
- * gen 0, level -1, owner 0. */
+/* Reads the tree block at logical bytenr and validates it (checksum, header,
+ * item layout, key order) and what its parent expects of it: generation, level,
+ * owner.  Every copy is tried until one passes all of these; only that one is
+ * cached.  Expectations of 0 / -1 are not checked: gen 0, level -1, owner 0. */
 int ref_read_block(ref_fs *fs, uint64_t bytenr, uint64_t gen, int level, uint64_t owner,
 		   struct ref_block **out);
 
@@ -118,10 +125,21 @@ struct ref_stat {
 int ref_subvol_root(ref_fs *fs, uint64_t subvol, struct ref_ino *out);
 struct ref_subvol_info {
 	uint64_t id, flags, generation, ctransid, otransid;
+	uint64_t parent, dirid;   /* where it is linked (ROOT_BACKREF); 0 for the top level */
+	uint64_t last_snapshot;
+	uint32_t refs;            /* 0: deleted, waiting for the cleaner */
+	struct timespec otime, ctime;
 	uint8_t uuid[BTRFS_UUID_SIZE], parent_uuid[BTRFS_UUID_SIZE], received_uuid[BTRFS_UUID_SIZE];
 };
 /* A subvolume's ROOT_ITEM fields (uuids zero for a legacy root item). */
 int ref_subvol_info(ref_fs *fs, uint64_t subvol, struct ref_subvol_info *out);
+/* A subvolume's path from the top level ("" for the top level itself), as
+ * `btrfs subvolume list` prints it. */
+int ref_subvol_path(ref_fs *fs, uint64_t subvol, char *buf, size_t len);
+/* The ids of every linked subvolume but the top level, ascending; free *ids. */
+int ref_subvol_ids(ref_fs *fs, uint64_t **ids, size_t *n);
+/* The default subvolume (the root tree's "default" entry). */
+int ref_subvol_default(ref_fs *fs, uint64_t *id);
 
 /* One name in a directory.  A subvolume entry leads to that subvolume's root.
  * type (may be NULL) gets the entry's BTRFS_FT_* type. */
@@ -161,6 +179,15 @@ void ref_dentries_free(struct ref_dentries *d);
 /* Reads file data: 0..len bytes (fewer at end of file), data checksums
  * verified, bad copies replaced by good ones, -EIO when no copy is good. */
 ssize_t ref_pread(ref_fs *fs, const struct ref_ino *ino, void *buf, size_t len, uint64_t off);
+/* Where the data of a regular file at or after off is, as lseek's SEEK_DATA
+ * and SEEK_HOLE tell: [*start, *end), the first run of extents that may hold
+ * non-zero bytes (inline, regular, compressed), clipped to the file's size;
+ * *start = *end = the size when none is left.  Holes, explicit or implied,
+ * and preallocated extents read as zeros and are skipped, so that a reader
+ * costs what the extents cost, not the size.  The extent items passed are
+ * checked as ref_pread checks them (EUCLEAN); -EISDIR for a directory. */
+int ref_next_data(ref_fs *fs, const struct ref_ino *ino, uint64_t off, uint64_t *start,
+		  uint64_t *end);
 /* A symlink's target, NUL-terminated; returns its length. */
 ssize_t ref_readlink(ref_fs *fs, const struct ref_ino *ino, char *buf, size_t len);
 typedef int (*ref_xattr_fn)(void *ctx, const char *name, size_t nlen, const uint8_t *value,

@@ -12,25 +12,42 @@ struct rw_tree *rw_tree_find(ref_fs *fs, uint64_t id)
 {
 	struct rw_state *rw = fs->rw;
 	for (size_t i = 0; i < rw->ntrees; i++)
-		if (rw->trees[i].root.id == id)
-			return &rw->trees[i];
+		if (rw->trees[i]->root.id == id)
+			return rw->trees[i];
 	return NULL;
 }
 
-static struct rw_tree *tree_add(ref_fs *fs, const struct ref_root *root, uint64_t last_snapshot)
+void rw_tree_forget(ref_fs *fs, uint64_t id)
+{
+	struct rw_state *rw = fs->rw;
+	for (size_t i = 0; i < rw->ntrees; i++)
+		if (rw->trees[i]->root.id == id) {
+			free(rw->trees[i]);
+			rw->trees[i] = rw->trees[--rw->ntrees];
+			return;
+		}
+}
+
+int rw_tree_add(ref_fs *fs, const struct ref_root *root, uint64_t last_snapshot,
+		struct rw_tree **out)
 {
 	struct rw_state *rw = fs->rw;
 	if (rw->ntrees == rw->trees_cap) {
 		size_t cap = rw->trees_cap ? rw->trees_cap * 2 : 16;
 		void *p = realloc(rw->trees, cap * sizeof(*rw->trees));
 		if (!p)
-			return NULL;
+			return ref_fail(fs, ENOMEM, "out of memory");
 		rw->trees = p;
 		rw->trees_cap = cap;
 	}
-	struct rw_tree *t = &rw->trees[rw->ntrees++];
+	/* Each tree has its own allocation: pointers to it stay valid as trees come. */
+	struct rw_tree *t = calloc(1, sizeof(*t));
+	if (!t)
+		return ref_fail(fs, ENOMEM, "out of memory");
+	rw->trees[rw->ntrees++] = t;
 	*t = (struct rw_tree){ .root = *root, .last_snapshot = last_snapshot };
-	return t;
+	*out = t;
+	return 0;
 }
 
 int rw_tree_get(ref_fs *fs, uint64_t id, struct rw_tree **out)
@@ -41,7 +58,7 @@ int rw_tree_get(ref_fs *fs, uint64_t id, struct rw_tree **out)
 	int r = ref_find_root(fs, id, &root);
 	if (r)
 		return r;
-	uint64_t last_snapshot = 0;
+	uint64_t last_snapshot = 0, flags = 0;
 	struct ref_path p;
 	struct ref_key k;
 	const uint8_t *d;
@@ -50,10 +67,13 @@ int rw_tree_get(ref_fs *fs, uint64_t id, struct rw_tree **out)
 	if (!ref_find_first(fs, &tr, id, BTRFS_ROOT_ITEM_KEY, &p, &k, &d, &size)) {
 		if (size >= offsetof(struct btrfs_root_item, last_snapshot) + 8)
 			last_snapshot = le64(d + offsetof(struct btrfs_root_item, last_snapshot));
+		if (size >= offsetof(struct btrfs_root_item, flags) + 8)
+			flags = le64(d + offsetof(struct btrfs_root_item, flags));
 		ref_path_release(fs, &p);
 	}
-	if (!(*out = tree_add(fs, &root, last_snapshot)))
-		return ref_fail(fs, ENOMEM, "out of memory");
+	if ((r = rw_tree_add(fs, &root, last_snapshot, out)))
+		return r;
+	(*out)->rdonly = flags & BTRFS_ROOT_SUBVOL_RDONLY;
 	return 0;
 }
 
@@ -213,10 +233,10 @@ int rw_init(ref_fs *fs)
 	memcpy(rw->chunk_tree_uuid, ((struct btrfs_header_disk *)b->data)->chunk_tree_uuid,
 	       BTRFS_UUID_SIZE);
 	ref_block_put(fs, b);
-	if (!tree_add(fs, &fs->tree_root, 0) || !tree_add(fs, &fs->chunk_root, 0)) {
-		r = ref_fail(fs, ENOMEM, "out of memory");
+	struct rw_tree *t;
+	if ((r = rw_tree_add(fs, &fs->tree_root, 0, &t)) ||
+	    (r = rw_tree_add(fs, &fs->chunk_root, 0, &t)))
 		goto fail;
-	}
 	if ((r = alloc_load(fs)))
 		goto fail;
 	return 0;
@@ -233,6 +253,8 @@ void rw_free(ref_fs *fs)
 	for (size_t i = 0; i < rw->nbgs; i++)
 		rset_free(&rw->bgs[i].free);
 	free(rw->bgs);
+	for (size_t i = 0; i < rw->ntrees; i++)
+		free(rw->trees[i]);
 	free(rw->trees);
 	free(rw->dirty);
 	for (size_t i = 0; i < rw->nzombies; i++)

@@ -92,8 +92,13 @@ struct rw_dev {
 
 /* ---- Delayed references (delayed.c) ---- */
 
-struct dref_data {
+/* One back reference and the change of its count.  Keyed (implicit) refs
+ * name the tree: TREE_BLOCK_REF (root) or EXTENT_DATA_REF (root, ino,
+ * offset); shared (full) refs name the parent block: SHARED_BLOCK_REF or
+ * SHARED_DATA_REF (parent != 0). */
+struct dref_ref {
 	uint64_t root, ino, offset;
+	uint64_t parent;
 	int64_t delta;
 };
 
@@ -102,10 +107,10 @@ struct dref {
 	bool tree;            /* a tree block (METADATA_ITEM) or a data extent */
 	bool is_new;          /* allocated in this transaction: no extent item yet */
 	uint8_t level;        /* tree blocks */
-	uint64_t root;        /* tree blocks: the owner */
-	int64_t tree_delta;   /* tree blocks: +1 allocated, -1 freed */
-	struct dref_data *data; /* data extents: changes per (root, inode, offset) */
-	size_t ndata, data_cap;
+	uint64_t set_flags;   /* extent flags to add (FULL_BACKREF) */
+	int64_t total;        /* the sum of the changes: the extent item's refs move by it */
+	struct dref_ref *refs; /* changes per back reference */
+	size_t nrefs, refs_cap;
 };
 
 /* ---- Trees changed in this transaction ---- */
@@ -114,6 +119,7 @@ struct rw_tree {
 	struct ref_root root;
 	bool dirty; /* the root moved: its ROOT_ITEM (or the superblock) needs updating */
 	uint64_t last_snapshot; /* blocks this old may be shared with a snapshot */
+	bool rdonly;            /* a read-only snapshot: every change is EROFS */
 	uint64_t next_ino;      /* the next free inode number (0: not known yet) */
 };
 
@@ -122,7 +128,7 @@ struct rw_state {
 	bool in_txn;      /* something has changed since the last commit */
 	struct ref_block **dirty; /* blocks to write at commit */
 	size_t ndirty, dirty_cap;
-	struct rw_tree *trees;
+	struct rw_tree **trees;
 	size_t ntrees, trees_cap;
 	struct rw_bg *bgs; /* sorted by start */
 	size_t nbgs, bgs_cap;
@@ -151,6 +157,11 @@ struct rw_state {
 struct rw_tree *rw_tree_find(ref_fs *fs, uint64_t id); /* NULL when not loaded */
 /* The tree, loaded from its root item when needed: 0 or -errno. */
 int rw_tree_get(ref_fs *fs, uint64_t id, struct rw_tree **out);
+/* Forgets a tree whose root item is gone (a deleted subvolume, cleaned). */
+void rw_tree_forget(ref_fs *fs, uint64_t id);
+/* Registers a tree new in this transaction (its root item is the caller's). */
+int rw_tree_add(ref_fs *fs, const struct ref_root *root, uint64_t last_snapshot,
+		struct rw_tree **out);
 int rw_init(ref_fs *fs);
 void rw_free(ref_fs *fs);
 struct rw_bg *rw_bg_find(ref_fs *fs, uint64_t logical);
@@ -164,9 +175,13 @@ int rw_check_writable(ref_fs *fs);
 int alloc_load(ref_fs *fs);
 /* A tree block for tree `owner`; records the delayed ref. */
 int alloc_tree_block(ref_fs *fs, uint64_t owner, uint8_t level, uint64_t *bytenr);
-/* Frees a tree block: the delayed ref, and its space pinned (or back to free
- * at once when it never reached a commit). */
-int free_tree_block(ref_fs *fs, struct ref_block *b);
+/* Frees a tree block whose last reference, from tree `root`, goes: the
+ * delayed ref, and its space pinned (or back to free at once when it never
+ * reached a commit). */
+int free_tree_block(ref_fs *fs, struct ref_block *b, uint64_t root);
+/* The same for a last reference through a parent with full back references
+ * (parent != 0: a SHARED_BLOCK_REF). */
+int free_tree_block_ref(ref_fs *fs, struct ref_block *b, uint64_t root, uint64_t parent);
 /* Data space: up to `want` bytes contiguous, at least `min`. */
 int alloc_data(ref_fs *fs, uint64_t want, uint64_t min, uint64_t *start, uint64_t *len);
 /* Returns data space allocated in this transaction that never got a reference. */
@@ -183,9 +198,19 @@ int alloc_chunk(ref_fs *fs, uint64_t type);
 int alloc_bg_new(ref_fs *fs, uint64_t start, uint64_t len, uint64_t flags);
 
 /* delayed.c */
-int dref_tree(ref_fs *fs, uint64_t bytenr, uint64_t root, uint8_t level, int delta, bool is_new);
+/* A tree block's reference from tree `root` (parent 0) or from the block at
+ * `parent` (a shared ref) changes by delta. */
+int dref_tree(ref_fs *fs, uint64_t bytenr, uint8_t level, uint64_t root, uint64_t parent,
+	      int delta, bool is_new);
+/* Adds FULL_BACKREF (or other flags) to a tree block's extent item. */
+int dref_tree_flags(ref_fs *fs, uint64_t bytenr, uint8_t level, uint64_t flags);
 int dref_data(ref_fs *fs, uint64_t bytenr, uint64_t num_bytes, uint64_t root, uint64_t ino,
 	      uint64_t offset, int64_t delta, bool is_new);
+int dref_data_shared(ref_fs *fs, uint64_t bytenr, uint64_t num_bytes, uint64_t parent,
+		     int64_t delta);
+/* The changes pending for an extent: the sum of reference changes, the flags
+ * to add, and whether it was allocated in this transaction. */
+void dref_pending(ref_fs *fs, uint64_t bytenr, int64_t *delta, uint64_t *flags, bool *is_new);
 /* Applies every delayed ref to the extent tree; returns how many ran. */
 long dref_run(ref_fs *fs);
 void dref_free_all(ref_fs *fs);
@@ -229,6 +254,30 @@ int bt_peek(ref_fs *fs, const struct ref_root *root, const struct ref_key *key, 
 	    struct ref_key *got, uint32_t *size);
 /* The largest item a leaf holds. */
 uint32_t bt_max_item(const ref_fs *fs);
+/* A new tree `id`: one empty leaf (its root item is the caller's). */
+int bt_new_tree(ref_fs *fs, uint64_t id, struct rw_tree **out);
+/* A snapshot of src as tree `id`: src's root is COWed, copied as id's root
+ * (a new block), and everything below gains a reference from id. */
+int bt_snapshot_root(ref_fs *fs, struct rw_tree *src, uint64_t id, struct rw_tree **out);
+
+/* share.c: tree blocks shared between a subvolume and its snapshots. */
+/* The references and extent flags of a tree block, pending changes included. */
+int share_info(ref_fs *fs, uint64_t bytenr, uint8_t level, uint64_t *refs, uint64_t *flags);
+/* Changes by delta the references block b holds on its children (tree
+ * blocks in a node, data extents in a leaf): shared refs from b when full,
+ * else keyed refs of b's owner (the kernel's btrfs_inc_ref/btrfs_dec_ref). */
+int share_children(ref_fs *fs, const struct ref_block *b, bool full, int delta);
+/* The reference bookkeeping of copying block b of tree t to cow (the
+ * kernel's update_ref_for_cow); *last tells whether t held b's last
+ * reference, so that b is to be freed rather than just dropped by t. */
+int share_cow(ref_fs *fs, struct rw_tree *t, struct ref_block *b, struct ref_block *cow,
+	      bool *last);
+
+/* cleaner.c: deleted subvolumes freed a step at a time. */
+/* 1 when a deleted subvolume waits for the cleaner, 0 when none, or -errno. */
+int cleaner_pending(ref_fs *fs);
+/* Frees one more part of the first deleted subvolume (all of it when small). */
+int cleaner_step(ref_fs *fs);
 
 /* commit.c */
 int rw_commit(ref_fs *fs);

@@ -110,6 +110,9 @@ const char *block_invalid(const ref_fs *fs, const uint8_t *data, uint64_t bytenr
 		key_at(data, (int)i, &cur);
 		if (i && ref_key_cmp(&prev, &cur) >= 0)
 			return "keys out of order";
+		/* The tree-checker's check_extent_item: a skinny item's offset is a level. */
+		if (!h->level && cur.type == BTRFS_METADATA_ITEM_KEY && cur.offset >= BTRFS_MAX_TREE_LEVEL)
+			return "metadata item with a level of 8 or more";
 		prev = cur;
 	}
 	return NULL;
@@ -187,8 +190,58 @@ void ref_block_put(ref_fs *fs, struct ref_block *b)
 		b->refs--;
 }
 
-/* Reads and validates a block from the first copy that passes. */
-static int load_block(ref_fs *fs, uint64_t bytenr, struct ref_block **out)
+/* What the block's parent (a key pointer, the superblock, a root item) says
+ * of it; 0, -1 and NULL are not checked. */
+struct block_expect {
+	uint64_t gen;
+	int level;
+	uint64_t owner;
+	const struct ref_key *first_key; /* not checked on a block with no items */
+};
+
+/* Why a block that validates on its own is not the one its parent points to
+ * (written into buf), or NULL.  As the kernel's btrfs_tree_parent_check, this
+ * is part of each copy's validation: a stale copy (a lost write) is skipped
+ * for the next one like a bad checksum. */
+static const char *block_unexpected(const uint8_t *data, const struct block_expect *e, char *buf,
+				    size_t len)
+{
+	const struct btrfs_header_disk *h = hdr(data);
+	uint64_t gen = LE64(h->generation), owner = LE64(h->owner);
+	if (e->gen && gen != e->gen) {
+		snprintf(buf, len, "generation %llu, its parent expects %llu (a lost or misplaced write)",
+			 (unsigned long long)gen, (unsigned long long)e->gen);
+		return buf;
+	}
+	if (e->level >= 0 && h->level != e->level) {
+		snprintf(buf, len, "level %u, expected %d", h->level, e->level);
+		return buf;
+	}
+	if (e->owner && owner != e->owner) {
+		snprintf(buf, len, "owner %llu, expected %llu", (unsigned long long)owner,
+			 (unsigned long long)e->owner);
+		return buf;
+	}
+	if (e->first_key && LE32(h->nritems)) {
+		struct ref_key got;
+		key_at(data, 0, &got);
+		if (ref_key_cmp(e->first_key, &got)) {
+			snprintf(buf, len, "first key (%llu %u %llu) differs from its parent's (%llu %u %llu)",
+				 (unsigned long long)got.objectid, got.type,
+				 (unsigned long long)got.offset,
+				 (unsigned long long)e->first_key->objectid, e->first_key->type,
+				 (unsigned long long)e->first_key->offset);
+			return buf;
+		}
+	}
+	return NULL;
+}
+
+/* Reads the block from the first copy that passes every check: checksum, the
+ * block on its own (block_invalid), and what its parent expects.  Only that
+ * copy is cached; with none, the first bad copy's reason is the error. */
+static int load_block(ref_fs *fs, uint64_t bytenr, const struct block_expect *e,
+		      struct ref_block **out)
 {
 	if (bytenr % fs->sectorsize)
 		return ref_fail(fs, EUCLEAN, "tree block %llu is not aligned to the sectorsize",
@@ -203,7 +256,7 @@ static int load_block(ref_fs *fs, uint64_t bytenr, struct ref_block **out)
 				(unsigned long long)bytenr);
 	}
 	int r = -EIO;
-	char first_err[sizeof(fs->err)] = "";
+	char first_err[sizeof(fs->err)] = "", why_buf[sizeof(fs->err)];
 	int bad_copy = -1;
 	for (int m = 0; m < copies; m++) {
 		const char *why = NULL;
@@ -212,7 +265,8 @@ static int load_block(ref_fs *fs, uint64_t bytenr, struct ref_block **out)
 			why = "checksum mismatch";
 			r = -EIO;
 			fs->csum_errors++;
-		} else if (r == 0 && (why = block_invalid(fs, b->data, bytenr))) {
+		} else if (r == 0 && ((why = block_invalid(fs, b->data, bytenr)) ||
+				      (why = block_unexpected(b->data, e, why_buf, sizeof(why_buf))))) {
 			r = -EUCLEAN;
 		}
 		if (r == 0) {
@@ -247,32 +301,50 @@ static int load_block(ref_fs *fs, uint64_t bytenr, struct ref_block **out)
 	return 0;
 }
 
-int ref_read_block(ref_fs *fs, uint64_t bytenr, uint64_t gen, int level, uint64_t owner,
-		   struct ref_block **out)
+static int read_block(ref_fs *fs, uint64_t bytenr, const struct block_expect *e,
+		      struct ref_block **out)
 {
 	struct ref_block *b = fs->cache[bucket(bytenr)];
 	while (b && b->bytenr != bytenr)
 		b = b->hnext;
-	if (!b) {
-		int r = load_block(fs, bytenr, &b);
-		if (r)
-			return r;
+	if (b) {
+		char why_buf[sizeof(fs->err)];
+		const char *why = block_unexpected(b->data, e, why_buf, sizeof(why_buf));
+		if (!why) {
+			b->refs++;
+			*out = b;
+			return 0;
+		}
+		/* A block changed in this transaction or in use is what it is. */
+		if (b->dirty || b->refs)
+			return ref_fail(fs, EUCLEAN, "tree block %llu: %s",
+					(unsigned long long)bytenr, why);
+		/* Cached for a reader that expected less (no generation, no first
+		 * key): read again, every copy held to these expectations, as the
+		 * kernel re-reads a buffer that fails its parent's transid. */
+		cache_unlink(fs, bytenr);
+		free(b);
 	}
-	if (gen && b->gen != gen)
-		return ref_fail(fs, EUCLEAN,
-				"tree block %llu: generation %llu, its parent expects %llu (a lost or misplaced write)",
-				(unsigned long long)bytenr, (unsigned long long)b->gen,
-				(unsigned long long)gen);
-	if (level >= 0 && b->level != level)
-		return ref_fail(fs, EUCLEAN, "tree block %llu: level %u, expected %d",
-				(unsigned long long)bytenr, b->level, level);
-	if (owner && b->owner != owner)
-		return ref_fail(fs, EUCLEAN, "tree block %llu: owner %llu, expected %llu",
-				(unsigned long long)bytenr, (unsigned long long)b->owner,
-				(unsigned long long)owner);
+	int r = load_block(fs, bytenr, e, &b);
+	if (r)
+		return r;
 	b->refs++;
 	*out = b;
 	return 0;
+}
+
+int ref_read_block(ref_fs *fs, uint64_t bytenr, uint64_t gen, int level, uint64_t owner,
+		   struct ref_block **out)
+{
+	struct block_expect e = { gen, level, owner, NULL };
+	return read_block(fs, bytenr, &e, out);
+}
+
+int ref_read_child(ref_fs *fs, uint64_t bytenr, uint64_t gen, int level,
+		   const struct ref_key *first_key, struct ref_block **out)
+{
+	struct block_expect e = { gen, level, 0, first_key };
+	return read_block(fs, bytenr, &e, out);
 }
 
 /* ---- Paths ---- */
@@ -299,30 +371,19 @@ void ref_path_item(const struct ref_path *path, struct ref_key *key, const uint8
 	*size = LE32(it->size);
 }
 
-/* Reads the child under slot[level] of path and puts it at level-1, checking
- * that it is what the parent says (generation, level, first key). */
+/* Reads the child under slot[level] of path and puts it at level-1: a copy
+ * that is not what the parent says (generation, level, first key) is skipped
+ * for the next one. */
 static int descend(ref_fs *fs, struct ref_path *path, int level)
 {
 	const struct btrfs_key_ptr_disk *p = ptr_at(path->blk[level]->data, path->slot[level]);
+	struct ref_key want;
+	key_from_disk(&want, &p->key);
 	struct ref_block *child;
-	int r = ref_read_block(fs, LE64(p->blockptr), LE64(p->generation), level - 1, 0, &child);
+	int r = ref_read_child(fs, LE64(p->blockptr), LE64(p->generation), level - 1, &want,
+			       &child);
 	if (r)
 		return r;
-	if (nritems(child)) {
-		struct ref_key want, got;
-		key_from_disk(&want, &p->key);
-		key_at(child->data, 0, &got);
-		if (ref_key_cmp(&want, &got)) {
-			ref_block_put(fs, child);
-			return ref_fail(fs, EUCLEAN,
-					"tree block %llu: first key (%llu %u %llu) differs from its parent's (%llu %u %llu)",
-					(unsigned long long)child->bytenr,
-					(unsigned long long)got.objectid, got.type,
-					(unsigned long long)got.offset,
-					(unsigned long long)want.objectid, want.type,
-					(unsigned long long)want.offset);
-		}
-	}
 	ref_block_put(fs, path->blk[level - 1]);
 	path->blk[level - 1] = child;
 	return 0;

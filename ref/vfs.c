@@ -60,16 +60,21 @@ void vfs_now(ref_fs *fs, struct btrfs_timespec *t)
 	t->nsec = htole32((uint32_t)(ns % 1000000000));
 }
 
+int vfs_reserve(ref_fs *fs, unsigned items, bool deleting)
+{
+	/* Each item may COW a path in its tree and the extent, free-space and
+	 * root trees at commit: a generous bound, as the kernel's reservations. */
+	uint64_t per_item = (uint64_t)fs->nodesize * 2 * 4;
+	return alloc_reserve_meta(fs, items * per_item, deleting);
+}
+
 int vfs_begin(ref_fs *fs, unsigned items, bool deleting)
 {
 	int r = rw_check_writable(fs);
 	if (r)
 		return r;
 	fs->rw->time_ns += 1000;
-	/* Each item may COW a path in its tree and the extent, free-space and
-	 * root trees at commit: a generous bound, as the kernel's reservations. */
-	uint64_t per_item = (uint64_t)fs->nodesize * 2 * 4;
-	r = alloc_reserve_meta(fs, items * per_item, deleting);
+	r = vfs_reserve(fs, items, deleting);
 	fs->rw->op_mark = fs->rw->mods;
 	return r;
 }

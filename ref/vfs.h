@@ -75,6 +75,25 @@ int ref_chown(ref_fs *fs, const char *path, uint32_t uid, uint32_t gid);
 /* times[0] atime, times[1] mtime (tv_nsec UTIME_NOW or UTIME_OMIT as utimensat); NULL: now. */
 int ref_utimes(ref_fs *fs, const char *path, const struct timespec times[2]);
 
+/* ---- Subvolumes (subvol.c); each call commits before it returns ---- */
+
+/* Creates an empty subvolume (btrfs subvolume create); *id (may be NULL) gets its id. */
+int ref_subvol_create(ref_fs *fs, const char *path, uint64_t *id);
+/* Snapshots the subvolume whose root directory is src as dest (btrfs
+ * subvolume snapshot [-r]): only src's root block is copied; everything below
+ * is shared until one side changes.  EINVAL when src is not a subvolume. */
+int ref_snapshot(ref_fs *fs, const char *src, const char *dest, bool readonly, uint64_t *id);
+/* Deletes the subvolume whose root directory is path (btrfs subvolume
+ * delete): it leaves the namespace at once; the cleaner frees its blocks a
+ * part at each later commit, resuming after a crash or remount.  EPERM for
+ * the top level and the default subvolume, ENOTEMPTY when it holds others. */
+int ref_subvol_delete(ref_fs *fs, const char *path);
+/* Runs the cleaner until no deleted subvolume is left, committing after each
+ * step (btrfs subvolume sync). */
+int ref_subvol_sync(ref_fs *fs);
+/* Makes subvolume id (0: the top level) the default (btrfs subvolume set-default). */
+int ref_subvol_set_default(ref_fs *fs, uint64_t id);
+
 /* stat (follow = true) or lstat. */
 int ref_stat_path(ref_fs *fs, const char *path, bool follow, struct ref_stat *st);
 /* The inode a path names (following symlinks when follow). */

@@ -36,9 +36,17 @@ int vfs_dotdot(ref_fs *fs, const struct ref_ino *dir, struct ref_ino *out);
 /* Starts a changing operation: writable, and `items` items' worth of
  * metadata reserved (deletions may use the global reserve). */
 int vfs_begin(ref_fs *fs, unsigned items, bool deleting);
+/* Checks again, inside an operation that has changed nothing yet, that
+ * `items` items' worth of metadata space is free (the reservation is a
+ * check, not a hold: pass the operation's whole count). */
+int vfs_reserve(ref_fs *fs, unsigned items, bool deleting);
 /* Ends it: commits when the dirty metadata outgrew its limit. */
 int vfs_end(ref_fs *fs, int r);
 void vfs_now(ref_fs *fs, struct btrfs_timespec *t);
+
+/* namei.c: the parent of a name about to be created: -EEXIST when it
+ * exists, and for "/", "." and "..". */
+int vfs_new_name(ref_fs *fs, const char *path, struct vfs_name *n);
 
 /* inode.c */
 int inode_read(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_item *ii);
@@ -52,11 +60,25 @@ void inode_touch(ref_fs *fs, struct btrfs_inode_item *ii, bool mtime, bool ctime
 uint32_t inode_mode(const struct btrfs_inode_item *ii);
 uint8_t mode_to_ft(uint32_t mode);
 
+/* attr.c */
+/* What a write (of at least a byte), truncate or fallocate of a file, and a
+ * chown of anything but a directory, do to its file capabilities, as Linux's
+ * file_remove_privs and ATTR_KILL_PRIV (cap_inode_killpriv): the
+ * security.capability xattr goes.  Called before the operation changes
+ * anything; when there is one to remove, the operation's reservation
+ * (items, deleting as given to vfs_begin) is checked again with one item
+ * more.  (Set-id bits stay: the caller is root, CAP_FSETID; chown's rules
+ * are its own.) */
+int vfs_killpriv(ref_fs *fs, const struct ref_ino *ino, unsigned items, bool deleting);
+
 /* dir.c */
 /* Adds name -> target in dir: DIR_ITEM, DIR_INDEX and the target's back
  * reference; the directory's size and times.  -EEXIST, -EMLINK. */
 int dir_add(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
 	    const struct ref_ino *target, uint8_t type);
+/* The same, telling the entry's DIR_INDEX (a subvolume's ROOT_REF needs it). */
+int dir_add_index(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
+		  const struct ref_ino *target, uint8_t type, uint64_t *index_out);
 /* Removes it again (the target's link count is the caller's). */
 int dir_remove(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
 	       const struct ref_ino *target);

@@ -166,6 +166,78 @@ static void picks_text(const struct pend *p, size_t np, const struct choice *c, 
 		snprintf(out, len, "-");
 }
 
+/* ---- Injected damage ---- */
+
+/* Notes what replaying io (whose request, if any, took seq on the cursor)
+ * did to the disks: a fault that changed what they hold.  A failed request
+ * or a failed completion changes nothing ref was not told of, and a flip on
+ * read changes nothing stored: none of them is damage. */
+static int note_damage(struct ex *x, sim_volume *cursor, const struct sim_io *io, uint64_t seq)
+{
+	bool write = io->kind == SIM_IO_WRITE || io->kind == SIM_IO_WRITE_FUA;
+	if (io->kind == SIM_IO_FAULT) {
+		if (io->fault != SIM_FAULT_FLAKY)
+			x->damage_durable = true; /* flipped at rest, latent, device lost */
+		return 0;
+	}
+	if (!write || io->status)
+		return 0;
+	if (io->fault == SIM_FAULT_LOST_WRITE) {
+		/* Missing from every later state (it may have been volatile
+		 * still, but a later flush would have kept it). */
+		x->damage_durable = true;
+		return 0;
+	}
+	if (io->fault != SIM_FAULT_FLIP_ON_WRITE && io->fault != SIM_FAULT_MISDIRECT)
+		return 0;
+	size_t n;
+	const struct sim_pending *pd = sim_disk_pending(cursor, io->disk, &n);
+	if (!n || pd[n - 1].seq < seq) { /* FUA: on the media at once */
+		x->damage_durable = true;
+		return 0;
+	}
+	if (x->ndmg == x->dmg_cap) {
+		size_t cap = x->dmg_cap ? 2 * x->dmg_cap : 16;
+		struct dmg *d = realloc(x->dmg, cap * sizeof(*d));
+		if (!d)
+			return -ENOMEM;
+		x->dmg = d;
+		x->dmg_cap = cap;
+	}
+	x->dmg[x->ndmg++] = (struct dmg){ io->disk, pd[n - 1].seq };
+	return 0;
+}
+
+/* At a crash point: the damaged writes no longer in a cache were flushed to
+ * the media, where every state has them. */
+static void settle_damage(struct ex *x, const struct pend *p, size_t np)
+{
+	size_t k = 0;
+	for (size_t j = 0; j < x->ndmg; j++) {
+		bool cached = false;
+		for (size_t i = 0; i < np && !cached; i++)
+			cached = p[i].disk == x->dmg[j].disk && p[i].seq == x->dmg[j].seq;
+		if (cached)
+			x->dmg[k++] = x->dmg[j];
+		else
+			x->damage_durable = true;
+	}
+	x->ndmg = k;
+}
+
+/* Does the state that persists the chosen writes hold injected damage? */
+static bool state_damaged(const struct ex *x, const struct pend *p, const struct choice *c,
+			  size_t nc)
+{
+	if (x->damage_durable)
+		return true;
+	for (size_t j = 0; j < nc; j++)
+		for (size_t k = 0; k < x->ndmg; k++)
+			if (p[c[j].i].disk == x->dmg[k].disk && p[c[j].i].seq == x->dmg[k].seq)
+				return true;
+	return false;
+}
+
 /* Crashes a clone of cursor with the chosen writes persisted (a disk at a
  * time: its caches fail independently) and judges it. */
 static enum explore_verdict crash_with(struct ex *x, sim_volume *cursor, size_t point,
@@ -198,7 +270,7 @@ static enum explore_verdict crash_with(struct ex *x, sim_volume *cursor, size_t 
 	if (pk && pk != picks)
 		free(pk);
 	if (verdict == EXPLORE_OK)
-		verdict = explore_judge(x, v, point, why, whylen);
+		verdict = explore_judge(x, v, point, state_damaged(x, p, c, nc), why, whylen);
 	sim_volume_close(v);
 	return verdict;
 }
@@ -300,6 +372,7 @@ static void explore_point(struct ex *x, sim_volume *cursor, size_t point)
 		x->stop = true;
 		return;
 	}
+	settle_damage(x, p, np);
 	x->res->crash_points++;
 	if (x->o->log)
 		fprintf(x->o->log, "crash point at IO %zu: %zu volatile writes\n", point, np);
@@ -424,8 +497,11 @@ static int explore_log(struct ex *x, sim_volume *base, const struct sim_io *log,
 			explore_point(x, cursor, i);
 			progress(x, ++done, total, t0, &last, false);
 		}
+		uint64_t seq = sim_volume_next_seq(cursor);
 		if ((r = explore_replay_io(cursor, &log[i])))
 			snprintf(err, errlen, "replaying IO %zu: %s", i, sim_volume_error(cursor));
+		else if ((r = note_damage(x, cursor, &log[i], seq)))
+			snprintf(err, errlen, "out of memory");
 		if (i % 4096 == 0)
 			sim_volume_log_clear(cursor);
 	}
@@ -504,6 +580,7 @@ int explore_run(const struct wl_workload *w, const struct explore_opts *o,
 		free(x.snaps[j]);
 	free(x.snaps);
 	free(x.spans);
+	free(x.dmg);
 	if (base)
 		sim_volume_close(base);
 	if (vol)

@@ -29,11 +29,26 @@ struct ex {
 	uint32_t sector;
 	bool sim_faults;    /* the plan damages disks: detected corruption is no violation */
 	bool stop;          /* the sink or stop_first asked to stop */
+	/* Injected damage on the replayed disks (explore.c): damage_durable once
+	 * a fault changed what a disk holds for every crash state from then on
+	 * (a flipped or misdirected write that reached the media, a lost write,
+	 * bits flipped at rest, latent sectors, a lost device); dmg the damaged
+	 * writes still in a disk cache, which damage only the states that
+	 * persist them. */
+	bool damage_durable;
+	struct dmg {
+		unsigned disk;
+		uint64_t seq; /* in the replaying volume's log */
+	} *dmg;
+	size_t ndmg, dmg_cap;
 };
 
 /* Judges the crashed volume v at crash point `point`: returns its verdict,
- * with the reason in why (for every verdict but ok). */
-enum explore_verdict explore_judge(const struct ex *x, sim_volume *v, size_t point, char *why,
-				   size_t whylen);
+ * with the reason in why (for every verdict but ok).  damaged: injected
+ * faults changed what this state's disks hold, so damage that checksums
+ * catch (a mount, check or read failing on a checksum or EIO) is the right
+ * outcome (detected); without it every such failure is a violation. */
+enum explore_verdict explore_judge(const struct ex *x, sim_volume *v, size_t point, bool damaged,
+				   char *why, size_t whylen);
 
 #endif

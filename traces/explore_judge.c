@@ -5,6 +5,7 @@
  */
 #include "traces/explore_internal.h"
 #include "traces/manifest.h"
+#include "traces/model.h"
 #include "ref/vfs.h"
 
 #include <errno.h>
@@ -92,9 +93,11 @@ static void error_lines(const char *report, char *out, size_t len)
 		snprintf(out, len, "%.400s", report ? report : "could not run");
 }
 
-/* Does the check report (or a read error) show damage that checksums caught?
- * A disk whose every superblock copy the damage hit ("no valid btrfs
- * superblock": bad checksum or magic) is refused, which is detection too. */
+/* Does the check report (or a read or mount error) show damage that
+ * checksums caught?  A root tree that does not read (a checksum mismatch, or
+ * EIO) fails the mount as in the kernel without usebackuproot, and a disk
+ * whose every superblock copy the damage hit ("no valid btrfs superblock":
+ * bad checksum or magic) is refused: both are detection too. */
 static bool detected(const char *text)
 {
 	return text && (strstr(text, "csum") || strstr(text, "checksum") || strstr(text, "EIO") ||
@@ -102,15 +105,20 @@ static bool detected(const char *text)
 			strstr(text, "no valid btrfs superblock"));
 }
 
-enum explore_verdict explore_judge(const struct ex *x, sim_volume *v, size_t point, char *why,
-				   size_t whylen)
+enum explore_verdict explore_judge(const struct ex *x, sim_volume *v, size_t point, bool damaged,
+				   char *why, size_t whylen)
 {
+	/* Damage is excused only in a state that holds some: the same checksum
+	 * error without it is ref's own fault. */
+	damaged = damaged && x->sim_faults;
 	char err[512];
 	ref_fs *fs;
+	/* No usebackuproot: as the kernel, ref must not show an older state than
+	 * the superblock names, and a root tree the damage hit fails the mount. */
 	struct ref_open_opts oo = { .super_mirror = -1 };
 	if (ref_open(v, &oo, &fs, err, sizeof(err))) {
 		snprintf(why, whylen, "the file system does not mount: %s", err);
-		return x->sim_faults && detected(err) ? EXPLORE_DETECTED : EXPLORE_MOUNT;
+		return damaged && detected(err) ? EXPLORE_DETECTED : EXPLORE_MOUNT;
 	}
 	char *report = NULL;
 	size_t rlen = 0;

@@ -108,6 +108,30 @@ err_has '^9 ops, [0-9]+ crash points, [0-9]+ states'
 err_lacks_violation
 done_check
 
+# The decoder's special offset, 2^63 - 256: a short write or fallocate there
+# succeeds and makes a file of nearly 2^63 bytes, which every crash state's
+# judge hashes by its extents (it read every byte of the holes before and
+# never ended); a longer one fails.
+cat >"$T/big.wl" <<'W'
+create /f0 0644
+write /f0 0x7fffffffffffff00 1 9
+write /f0 0x7fffffffffffff00 4096 9 = EINVAL
+fsync /f0
+create /f1 0644
+fallocate /f1 0x7fffffffffffff00 255
+fallocate /f1 0x7fffffffffffff00 256 = EFBIG
+sync
+W
+run fuzz-mkseed-workload-big-offset 0 "$F/fuzz-mkseed" --workload -o "$T/big.bfw" "$T/big.wl"
+err_has '8 of 8 operations and 0 fault lines encoded'
+done_check
+run fuzz-workload-big-offset 0 "$F/fuzz-workload" -v "$T/big.bfw"
+err_has '^write /f0 9223372036854775552 1 9$'
+err_has '^fallocate /f1 9223372036854775552 255$'
+err_has '^8 ops, [0-9]+ crash points, [0-9]+ states'
+err_lacks_violation
+done_check
+
 # ---- btrsim findings ----
 db="$T/f.db"
 printf '\000mkdir /a\n' >"$T/in"

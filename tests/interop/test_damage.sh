@@ -1,8 +1,9 @@
 #!/bin/sh
 # Damaged images made by mkfs.btrfs: a bad data copy is served from the good
 # one and reported; with no good copy the read fails (EIO), never wrong data;
-# a root tree lost in every copy falls back to the newest backup root that reads; truncated,
-# zeroed and foreign images fail with a clear message.
+# a root tree lost in every copy fails the open (EIO, as the kernel's mount) unless
+# --usebackuproot asks for the newest backup root that reads; truncated, zeroed and
+# foreign images fail with a clear message.
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib.sh"
 
@@ -56,16 +57,39 @@ for profile in dup single; do
 	fi
 done
 
-# The root tree unreadable in both copies: the newest backup root that reads is used.
+# The root tree unreadable in both copies: the open fails, as the kernel's mount
+# without -o usebackuproot (a backup root is an older state, never shown unasked);
+# with --usebackuproot (check: --backup) the newest backup root that reads is used.
 img="$T/backup.img"
 truncate -s 300M "$img"
 mkfs.btrfs -q -f --rootdir "$T/src" "$img" >/dev/null 2>&1
 root=$(btrfs inspect-internal dump-super "$img" | awk '$1 == "root" { print $2 }')
 flip "$img" $(($(physical "$img" "$root" 0) + 200))
 flip "$img" $(($(physical "$img" "$root" 1) + 200))
-run damage-backup-root 0 "$BTRSIM" ls "$img" /
+run damage-root-refused 1 "$BTRSIM" ls "$img" /
+err_has "^btrsim ls: root tree unreadable: tree block $root: checksum mismatch \\(usebackuproot would try the backup roots\\)$"
+err_lines 1
+out_empty
+done_check
+run damage-root-check-refused 1 "$BTRSIM" check "$img"
+err_has 'root tree unreadable: .*checksum mismatch'
+done_check
+run damage-backup-root 0 "$BTRSIM" ls --usebackuproot "$img" /
 err_has 'using backup root [0-9] \(generation 6\)'
 out_empty # mkfs filled the tree in generation 7: generation 6 is the empty file system
+done_check
+run damage-backup-root-manifest 0 "$BTRSIM" manifest --usebackuproot "$img"
+out_has '^/ d 755 0 0 1 0 -$'
+done_check
+# The backup root is older than the rest of the superblock: btrfs check --backup
+# finds the same disagreement.
+run damage-backup-root-check 1 "$BTRSIM" check --backup "$img"
+err_has 'using backup root [0-9] \(generation 6\)'
+out_has '^ERROR: superblock bytes_used [0-9]+, the block groups add up to [0-9]+$'
+out_has '^found 1 error$'
+btrfs check --backup "$img" >"$T/bc.out" 2>&1
+[ $? -eq 1 ] && grep -q 'super bytes used [0-9]* mismatches actual used' "$T/bc.out" ||
+	fail "btrfs check --backup: $(tail -n 3 "$T/bc.out")"
 done_check
 
 # Images that are not (whole) btrfs file systems.

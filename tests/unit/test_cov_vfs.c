@@ -5,16 +5,20 @@
  * read API's ref_resolve, readlink's argument checks, xattrs (get with every
  * buffer size, create/replace flags, bad names, flags and sizes, a value too
  * big for a leaf), utimes (NULL, UTIME_NOW, UTIME_OMIT, bad nanoseconds),
- * chown's clearing of set-group-ID, and the dirty-metadata limit forcing
- * commits.  Each case asserts the errno or the data read back, and the file
+ * chown's clearing of set-group-ID, file capabilities removed by writes,
+ * truncates, fallocate and chown, ref_next_data's runs of data (and the
+ * manifest's digest through it equal to the digest of every byte read), and
+ * the dirty-metadata limit forcing commits.  Each case asserts the errno or the data read back, and the file
  * system stays clean.
  */
 #include "wrutil.h"
 #include "testutil.h"
+#include "traces/manifest.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -339,6 +343,204 @@ Test(cov_vfs, times_and_modes)
 	cr_expect_eq(st.mode & 07777, 06775);
 	cr_expect(S_ISDIR(st.mode));
 	cr_expect_eq(ref_chmod(fs, "/d/x", 0), -ENOENT);
+}
+
+/* File capabilities (security.capability), as Linux's file_remove_privs and
+ * ATTR_KILL_PRIV treat them on btrfs (Linux 6.18, as root): a write of at
+ * least a byte, a truncate (to any size, the same one too), a fallocate of
+ * any mode and a chown of a non-directory (-1 -1 too) remove them; a write of
+ * no bytes, chmod, utimes, other xattrs, a failed call and a chown of a
+ * directory keep them; set-id bits stay through writes and truncates (root:
+ * CAP_FSETID).  Other xattrs always stay. */
+static const uint8_t caps_v2[20] = { 0x01, 0x00, 0x00, 0x02, 0x00, 0x20 }; /* cap_net_raw+ep */
+
+static bool has_xattr(const char *path, const char *name)
+{
+	char buf[64];
+	ssize_t n = ref_getxattr(fs, path, name, buf, sizeof(buf));
+	cr_assert(n >= 0 || n == -ENODATA, "getxattr %s %s: %zd", path, name, n);
+	return n >= 0;
+}
+
+static void set_caps(const char *path)
+{
+	WU_OK(fs, ref_setxattr(fs, path, "security.capability", caps_v2, sizeof(caps_v2), 0));
+	cr_assert(has_xattr(path, "security.capability"));
+}
+
+Test(cov_vfs, file_capabilities_removed)
+{
+	WU_OK(fs, ref_create(fs, "/f", 06755));
+	WU_OK(fs, ref_write(fs, "/f", "hello", 5, 0));
+	WU_OK(fs, ref_setxattr(fs, "/f", "user.keep", "k", 1, 0));
+	WU_OK(fs, ref_setxattr(fs, "/f", "security.other", "o", 1, 0));
+	WU_OK(fs, ref_symlink(fs, "f", "/s"));
+	WU_OK(fs, ref_mkdir(fs, "/d", 0755));
+	struct timespec ts[2] = { { 1000, 0 }, { 2000, 0 } };
+
+	/* what keeps them */
+	set_caps("/f");
+	WU_OK(fs, ref_write(fs, "/f", "", 0, 3));
+	WU_OK(fs, ref_chmod(fs, "/f", 06755));
+	WU_OK(fs, ref_utimes(fs, "/f", ts));
+	WU_OK(fs, ref_setxattr(fs, "/f", "user.more", "m", 1, 0));
+	WU_OK(fs, ref_removexattr(fs, "/f", "user.more"));
+	WU_OK(fs, ref_fsync(fs, "/f"));
+	cr_expect_eq(ref_write(fs, "/f", "x", 1, UINT64_C(0x7fffffffffffffff)), -EINVAL);
+	cr_expect_eq(ref_truncate(fs, "/f", UINT64_C(1) << 63), -EINVAL);
+	cr_expect_eq(ref_fallocate(fs, "/f", 0, 0, 0), -EINVAL);
+	cr_expect_eq(ref_fallocate(fs, "/f", FALLOC_FL_PUNCH_HOLE, 0, 10), -EOPNOTSUPP);
+	cr_expect(has_xattr("/f", "security.capability"), "kept by no-byte writes, chmod, utimes, "
+							  "xattrs, fsync and failed calls");
+
+	/* what removes them: each through the file and through the symlink */
+	static const char *const paths[2] = { "/f", "/s" };
+	for (int i = 0; i < 2; i++) {
+		const char *p = paths[i];
+		set_caps("/f");
+		WU_OK(fs, ref_write(fs, p, "y", 1, 1));
+		cr_expect(!has_xattr("/f", "security.capability"), "write through %s", p);
+		set_caps("/f");
+		WU_OK(fs, ref_truncate(fs, p, 5)); /* the size it has */
+		cr_expect(!has_xattr("/f", "security.capability"), "truncate through %s", p);
+		set_caps("/f");
+		WU_OK(fs, ref_truncate(fs, p, 9000));
+		cr_expect(!has_xattr("/f", "security.capability"), "truncate up through %s", p);
+		set_caps("/f");
+		WU_OK(fs, ref_fallocate(fs, p, 0, 0, 4096));
+		cr_expect(!has_xattr("/f", "security.capability"), "fallocate through %s", p);
+		set_caps("/f");
+		WU_OK(fs, ref_fallocate(fs, p, FALLOC_FL_KEEP_SIZE, 65536, 4096));
+		cr_expect(!has_xattr("/f", "security.capability"), "fallocate keep-size through %s", p);
+		set_caps("/f");
+		WU_OK(fs, ref_fallocate(fs, p, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 100, 10));
+		cr_expect(!has_xattr("/f", "security.capability"), "punch-hole through %s", p);
+	}
+	struct ref_stat st;
+	WU_OK(fs, ref_stat_path(fs, "/f", true, &st));
+	cr_expect_eq(st.mode & 07777, 06755, "root keeps set-id bits through writes and truncates");
+	set_caps("/f");
+	WU_OK(fs, ref_chown(fs, "/s", UINT32_MAX, UINT32_MAX));
+	cr_expect(!has_xattr("/f", "security.capability"), "chown -1 -1 through the symlink");
+	WU_OK(fs, ref_stat_path(fs, "/f", true, &st));
+	cr_expect_eq(st.mode & 07777, 0755, "chown drops both set-id bits (group exec)");
+	cr_expect(has_xattr("/f", "user.keep") && has_xattr("/f", "security.other"),
+		  "other xattrs stay");
+
+	/* a directory keeps them through chown */
+	set_caps("/d");
+	WU_OK(fs, ref_chown(fs, "/d", 5, 5));
+	cr_expect(has_xattr("/d", "security.capability"), "chown of a directory");
+
+	/* the removal is durable */
+	set_caps("/f");
+	WU_OK(fs, ref_write(fs, "/f", "z", 1, 0));
+	cr_assert_eq(ref_umount(fs), 0);
+	char err[256];
+	cr_assert_eq(ref_mount(vol, NULL, &fs, err, sizeof(err)), 0, "%s", err);
+	cr_expect(!has_xattr("/f", "security.capability"), "after a remount");
+	cr_expect(has_xattr("/f", "user.keep") && has_xattr("/d", "security.capability"));
+}
+
+/* ref_next_data: the runs of data extents, holes and preallocated extents
+ * skipped, clipped to the offset asked and to the size. */
+static void expect_run(const char *path, uint64_t off, uint64_t start, uint64_t end)
+{
+	struct ref_ino ino;
+	WU_OK(fs, ref_lookup_path(fs, path, true, &ino));
+	uint64_t a = 1, b = 1;
+	WU_OK(fs, ref_next_data(fs, &ino, off, &a, &b));
+	cr_expect(a == start && b == end, "%s from %llu: [%llu, %llu), expected [%llu, %llu)", path,
+		  (unsigned long long)off, (unsigned long long)a, (unsigned long long)b,
+		  (unsigned long long)start, (unsigned long long)end);
+}
+
+/* The manifest's digest of path (mf_walk_ref, which skips what is not
+ * data), and the digest of every byte read. */
+static void expect_same_digest(const char *path, uint64_t size)
+{
+	struct ref_ino root, ino;
+	WU_OK(fs, ref_lookup_path(fs, "/", true, &root));
+	WU_OK(fs, ref_lookup_path(fs, path, true, &ino));
+	struct manifest m = { 0 };
+	char err[256];
+	cr_assert_eq(mf_walk_ref(&m, fs, &root, err, sizeof(err)), 0, "%s", err);
+	char *text = NULL;
+	size_t tlen = 0;
+	FILE *f = open_memstream(&text, &tlen);
+	cr_assert(f && mf_print(&m, f) == 0);
+	fclose(f);
+	mf_free(&m);
+
+	struct mf_hash h;
+	mf_hash_init(&h);
+	uint8_t *buf = malloc(1 << 20);
+	cr_assert(buf);
+	for (uint64_t off = 0; off < size;) {
+		ssize_t n = ref_pread(fs, &ino, buf, 1 << 20, off);
+		cr_assert(n > 0, "%zd", n);
+		mf_hash_data(&h, buf, (size_t)n);
+		off += (uint64_t)n;
+	}
+	free(buf);
+	unsigned char d[crypto_hash_sha256_BYTES];
+	mf_hash_final(&h, d);
+	char line[512];
+	int o = snprintf(line, sizeof(line), "%s f 644 0 0 1 %llu ", path, (unsigned long long)size);
+	for (size_t i = 0; i < sizeof(d); i++)
+		o += snprintf(line + o, sizeof(line) - (size_t)o, "%02x", d[i]);
+	cr_expect(strstr(text, line), "%s not in:\n%s", line, text);
+	free(text);
+}
+
+Test(cov_vfs, next_data_skips_holes)
+{
+	uint8_t *data = tu_pat(16384, 7);
+	WU_OK(fs, ref_create(fs, "/i", 0644));
+	WU_OK(fs, ref_write(fs, "/i", data, 100, 0)); /* inline */
+	expect_run("/i", 0, 0, 100);
+	expect_run("/i", 40, 40, 100);
+	expect_run("/i", 100, 100, 100);
+	expect_run("/i", 1000, 100, 100);
+
+	WU_OK(fs, ref_create(fs, "/t", 0644));
+	WU_OK(fs, ref_write(fs, "/t", data, 8192, 0));
+	WU_OK(fs, ref_truncate(fs, "/t", 5000));
+	expect_run("/t", 0, 0, 5000);
+
+	const uint64_t M = 1 << 20;
+	WU_OK(fs, ref_create(fs, "/s", 0644));
+	WU_OK(fs, ref_truncate(fs, "/s", 10 * M));
+	WU_OK(fs, ref_write(fs, "/s", data, 10, 3 * M));
+	WU_OK(fs, ref_fallocate(fs, "/s", 0, 5 * M, M));
+	WU_OK(fs, ref_write(fs, "/s", data, 8192, 7 * M));
+	WU_OK(fs, ref_write(fs, "/s", data, 8192, 7 * M + 8192)); /* its own extent, adjacent */
+	WU_OK(fs, ref_fallocate(fs, "/s", FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 7 * M + 4096,
+				4096));
+	WU_OK(fs, ref_write(fs, "/s", data, 100, 5 * M + 4096)); /* into the preallocation */
+	WU_OK(fs, ref_fallocate(fs, "/s", FALLOC_FL_KEEP_SIZE, 9 * M, 2 * M)); /* past the end */
+	expect_run("/s", 0, 3 * M, 3 * M + 4096);
+	expect_run("/s", 3 * M + 100, 3 * M + 100, 3 * M + 4096);
+	expect_run("/s", 3 * M + 4096, 5 * M + 4096, 5 * M + 8192);
+	expect_run("/s", 5 * M + 8192, 7 * M, 7 * M + 4096);
+	expect_run("/s", 7 * M + 4096, 7 * M + 8192, 7 * M + 16384);
+	expect_run("/s", 7 * M + 16384, 10 * M, 10 * M);
+	expect_run("/s", 10 * M, 10 * M, 10 * M);
+
+	WU_OK(fs, ref_create(fs, "/huge", 0644));
+	WU_OK(fs, ref_write(fs, "/huge", data, 1, UINT64_C(0x7fffffffffffff00)));
+	expect_run("/huge", 0, UINT64_C(0x7ffffffffffff000), UINT64_C(0x7fffffffffffff01)); /* its sector */
+
+	struct ref_ino root;
+	WU_OK(fs, ref_lookup_path(fs, "/", true, &root));
+	uint64_t a, b;
+	cr_expect_eq(ref_next_data(fs, &root, 0, &a, &b), -EISDIR);
+
+	/* the manifest skips what is not data and gives the digest of every byte */
+	expect_same_digest("/s", 10 * M);
+	expect_same_digest("/t", 5000);
+	expect_same_digest("/i", 100);
+	free(data);
 }
 
 Test(cov_vfs, dirty_limit_forces_commits)

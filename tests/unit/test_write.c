@@ -366,20 +366,6 @@ Test(write, errnos_of_bad_input)
  * image must open, check clean, and hold exactly the files of the last
  * commit whose superblocks it has.
  */
-static void replay(sim_volume *vol, const struct sim_io *log, size_t upto)
-{
-	for (size_t i = 0; i < upto; i++) {
-		const struct sim_io *io = &log[i];
-		if (io->kind == SIM_IO_WRITE || io->kind == SIM_IO_WRITE_FUA)
-			cr_assert_eq(sim_write(vol, io->disk, io->sector * 4096, io->payload,
-					       (size_t)io->nsectors * 4096,
-					       io->kind == SIM_IO_WRITE_FUA ? SIM_FUA : 0),
-				     0);
-		else if (io->kind == SIM_IO_FLUSH)
-			cr_assert_eq(sim_flush(vol, io->disk), 0);
-	}
-}
-
 Test(write, crash_at_any_write_leaves_a_commit)
 {
 	sim_volume *vol;
@@ -416,7 +402,7 @@ Test(write, crash_at_any_write_leaves_a_commit)
 	for (size_t cut = 0; cut <= n; cut += (n / 150) + 1) {
 		sim_volume *v;
 		cr_assert_eq(sim_volume_clone(base, &v), 0);
-		replay(v, log, cut);
+		wu_replay(v, log, cut);
 		struct sim_crash_spec cs = { .policy = SIM_CRASH_RANDOM, .keep_probability = 0.5,
 					     .tear_probability = 0.3 };
 		cr_assert_eq(sim_volume_crash(v, &cs, NULL), 0);

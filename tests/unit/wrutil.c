@@ -57,3 +57,17 @@ void wu_expect_clean(sim_volume *vol)
 	free(text);
 	unlink(path);
 }
+
+void wu_replay(sim_volume *vol, const struct sim_io *log, size_t upto)
+{
+	for (size_t i = 0; i < upto; i++) {
+		const struct sim_io *io = &log[i];
+		if (io->kind == SIM_IO_WRITE || io->kind == SIM_IO_WRITE_FUA)
+			cr_assert_eq(sim_write(vol, io->disk, io->sector * 4096, io->payload,
+					       (size_t)io->nsectors * 4096,
+					       io->kind == SIM_IO_WRITE_FUA ? SIM_FUA : 0),
+				     0);
+		else if (io->kind == SIM_IO_FLUSH)
+			cr_assert_eq(sim_flush(vol, io->disk), 0);
+	}
+}

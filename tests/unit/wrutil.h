@@ -33,5 +33,8 @@ ref_fs *wu_fresh(sim_volume **vol, unsigned mib, uint32_t nodesize);
 void wu_expect_clean(sim_volume *vol);
 /* The same check without btrfs check (fast, for loops). */
 void wu_expect_ref_clean(sim_volume *vol);
+/* Replays the first `upto` requests of a recorded IO log (writes and
+ * flushes of 4 KiB sectors) on vol: the volume as they left it. */
+void wu_replay(sim_volume *vol, const struct sim_io *log, size_t upto);
 
 #endif

@@ -1,0 +1,154 @@
+/*
+ * bench_snapshot.c - the figures of issue 7, each beside its baseline in the
+ * same run:
+ *   bench-snapshot create     the time of `ref_snapshot` (commit included) of a
+ *                             subvolume holding 1,000, 10,000 and 100,000 files;
+ *                             baseline: the same at 1,000 files (flat is the goal:
+ *                             a snapshot copies one block whatever the size)
+ *   bench-snapshot cow        bytes written to the disk by a committed 4 KiB
+ *                             overwrite in a 64 MiB file that a snapshot shares,
+ *                             per byte overwritten; baseline: the same overwrite
+ *                             with no snapshot
+ * Nothing is asserted; the figures go to stdout.
+ */
+#include "ref/mkfs.h"
+#include "ref/vfs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MIB (UINT64_C(1) << 20)
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void die(const char *what, const char *why)
+{
+	fprintf(stderr, "bench-snapshot: %s: %s\n", what, why);
+	exit(1);
+}
+
+static ref_fs *fresh(sim_volume **vol, uint64_t size)
+{
+	struct sim_volume_config cfg;
+	sim_config_init(&cfg, 1, size, 1);
+	memset(&cfg.latency, 0, sizeof(cfg.latency));
+	char err[256];
+	if (sim_volume_open(&cfg, vol, err, sizeof(err)))
+		die("volume", err);
+	struct ref_mkfs_opts o;
+	ref_mkfs_defaults(&o);
+	o.seed = 1;
+	o.time = 1700000000;
+	if (ref_mkfs(*vol, &o, NULL, err, sizeof(err)))
+		die("mkfs", err);
+	struct ref_mount_opts mo = { .open = { .super_mirror = -1 } };
+	ref_fs *fs;
+	if (ref_mount(*vol, &mo, &fs, err, sizeof(err)))
+		die("mount", err);
+	return fs;
+}
+
+static void ok(ref_fs *fs, long r, const char *what)
+{
+	if (r < 0)
+		die(what, ref_error(fs));
+}
+
+/* Best of 3 snapshot times (seconds) of a subvolume with n files. */
+static double snapshot_time(unsigned n)
+{
+	sim_volume *vol;
+	ref_fs *fs = fresh(&vol, 2048 * MIB);
+	char path[64];
+	for (unsigned d = 0; d < (n + 999) / 1000; d++) {
+		snprintf(path, sizeof(path), "/d%u", d);
+		ok(fs, ref_mkdir(fs, path, 0755), "mkdir");
+	}
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "/d%u/f%u", i / 1000, i);
+		ok(fs, ref_create(fs, path, 0644), "create");
+		ok(fs, ref_write(fs, path, "x", 1, 0), "write");
+	}
+	ok(fs, ref_sync(fs), "sync");
+	double best = 1e9;
+	for (int k = 0; k < 3; k++) {
+		snprintf(path, sizeof(path), "/snap%d", k);
+		double t0 = now();
+		ok(fs, ref_snapshot(fs, "/", path, false, NULL), "snapshot");
+		double t = now() - t0;
+		if (t < best)
+			best = t;
+	}
+	ok(fs, ref_umount(fs), "umount");
+	sim_volume_close(vol);
+	return best;
+}
+
+static uint64_t written(sim_volume *vol)
+{
+	struct sim_disk_stats st;
+	sim_disk_stats(vol, 0, &st);
+	return st.bytes_written;
+}
+
+/* Mean bytes written per committed 4 KiB overwrite, over 32 overwrites at
+ * spread offsets, with the file shared with a snapshot or not. */
+static double overwrite_cost(bool snapshot)
+{
+	sim_volume *vol;
+	ref_fs *fs = fresh(&vol, 512 * MIB);
+	uint8_t *buf = malloc(MIB);
+	if (!buf)
+		die("memory", "out of memory");
+	memset(buf, 0xab, MIB);
+	ok(fs, ref_create(fs, "/f", 0644), "create");
+	for (uint64_t i = 0; i < 64; i++)
+		ok(fs, ref_write(fs, "/f", buf, MIB, i * MIB), "write");
+	ok(fs, ref_sync(fs), "sync");
+	double total = 0;
+	for (int k = 0; k < 32; k++) {
+		if (snapshot) { /* each overwrite meets a freshly shared tree */
+			char path[32];
+			snprintf(path, sizeof(path), "/snap%d", k);
+			ok(fs, ref_snapshot(fs, "/", path, true, NULL), "snapshot");
+		}
+		uint64_t before = written(vol);
+		ok(fs, ref_write(fs, "/f", buf, 4096, (uint64_t)k * 2 * MIB + 4096), "overwrite");
+		ok(fs, ref_sync(fs), "sync");
+		total += (double)(written(vol) - before);
+	}
+	free(buf);
+	ok(fs, ref_umount(fs), "umount");
+	sim_volume_close(vol);
+	return total / 32 / 4096;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 2 && !strcmp(argv[1], "create")) {
+		double base = snapshot_time(1000);
+		printf("snapshot of 1,000 files: %.2f ms (baseline)\n", base * 1e3);
+		for (unsigned n = 10000; n <= 100000; n *= 10) {
+			double t = snapshot_time(n);
+			printf("snapshot of %u files: %.2f ms, %.2fx the baseline (goal: flat, about 1x)\n",
+			       n, t * 1e3, t / base);
+		}
+		return 0;
+	}
+	if (argc == 2 && !strcmp(argv[1], "cow")) {
+		double plain = overwrite_cost(false), shared = overwrite_cost(true);
+		printf("4 KiB overwrite, committed: %.1f bytes written per byte without a snapshot, "
+		       "%.1f with one (%.2fx)\n",
+		       plain, shared, shared / plain);
+		return 0;
+	}
+	fprintf(stderr, "usage: bench-snapshot create | cow\n");
+	return 2;
+}
