@@ -43,8 +43,8 @@ TRACES_SRC := $(wildcard traces/*.c)
 CLI_SRC  := $(wildcard cli/*.c)
 UNIT_SRC := $(wildcard tests/unit/*.c)
 BENCH_SRC := bench/bench_sim.c
-BENCH_FS_SRC := bench/bench_fs.c
-BENCH_SNAP_SRC := bench/bench_snapshot.c
+BENCH_FS_SRC := bench/bench_fs.c bench/benchutil.c
+BENCH_SNAP_SRC := bench/bench_snapshot.c bench/benchutil.c
 SWEEP_SRC := $(wildcard tests/sweep/*.c)
 # fuzz/: the harness code (a library, also linked into btrsim for `findings
 # --replay`), the harness programs' main (fuzz/driver.c, once per harness) and

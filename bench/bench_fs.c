@@ -12,7 +12,7 @@
  * beside it in bench_fs.sh).  Ratios go to stdout; nothing is asserted.
  */
 #include "ref/csum.h"
-#include "ref/mkfs.h"
+#include "bench/benchutil.h"
 #include "ref/vfs.h"
 
 #include <errno.h>
@@ -26,49 +26,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MIB (UINT64_C(1) << 20)
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void die(const char *what, const char *why)
-{
-	fprintf(stderr, "bench-fs: %s: %s\n", what, why);
-	exit(1);
-}
-
-static ref_fs *fresh(sim_volume **vol, uint64_t size, uint64_t dirty_limit)
-{
-	struct sim_volume_config cfg;
-	sim_config_init(&cfg, 1, size, 1);
-	memset(&cfg.latency, 0, sizeof(cfg.latency));
-	char err[256];
-	if (sim_volume_open(&cfg, vol, err, sizeof(err)))
-		die("volume", err);
-	struct ref_mkfs_opts o;
-	ref_mkfs_defaults(&o);
-	o.seed = 1;
-	o.time = 1700000000;
-	if (ref_mkfs(*vol, &o, NULL, err, sizeof(err)))
-		die("mkfs", err);
-	struct ref_mount_opts mo = { .open = { .super_mirror = -1 }, .dirty_limit = dirty_limit };
-	ref_fs *fs;
-	if (ref_mount(*vol, &mo, &fs, err, sizeof(err)))
-		die("mount", err);
-	return fs;
-}
-
 static void write_file(ref_fs *fs, const char *path, uint64_t mib, const uint8_t *buf)
 {
 	if (ref_create(fs, path, 0644))
-		die("create", ref_error(fs));
+		bench_die("create", ref_error(fs));
 	for (uint64_t i = 0; i < mib; i++)
 		if (ref_write(fs, path, buf, MIB, i * MIB) < 0)
-			die("write", ref_error(fs));
+			bench_die("write", ref_error(fs));
 }
 
 /* Seconds to write and commit the file.  Warm: the disk's memory was
@@ -77,17 +41,17 @@ static void write_file(ref_fs *fs, const char *path, uint64_t mib, const uint8_t
 static double ref_write_run(uint64_t mib, const uint8_t *buf, bool warm)
 {
 	sim_volume *vol;
-	ref_fs *fs = fresh(&vol, (mib + mib / 2 + 512) * MIB, 0);
+	ref_fs *fs = bench_fresh(&vol, (mib + mib / 2 + 512) * MIB, 0);
 	if (warm) {
 		write_file(fs, "/warmup", mib, buf);
 		if (ref_unlink(fs, "/warmup") || ref_sync(fs))
-			die("warm-up", ref_error(fs));
+			bench_die("warm-up", ref_error(fs));
 	}
-	double t0 = now();
+	double t0 = bench_now();
 	write_file(fs, "/f", mib, buf);
 	if (ref_umount(fs))
-		die("commit", "failed");
-	double t = now() - t0;
+		bench_die("commit", "failed");
+	double t = bench_now() - t0;
 	sim_volume_close(vol);
 	return t;
 }
@@ -98,16 +62,16 @@ static double bound_run(uint64_t mib, const uint8_t *buf)
 {
 	uint8_t *dst = malloc(mib * MIB);
 	if (!dst)
-		die("memory", strerror(ENOMEM));
+		bench_die("memory", strerror(ENOMEM));
 	memset(dst, 1, mib * MIB);
-	double t0 = now();
+	double t0 = bench_now();
 	uint32_t acc = 0;
 	for (uint64_t i = 0; i < mib; i++) {
 		memcpy(dst + i * MIB, buf, MIB);
 		for (uint64_t s = 0; s < MIB; s += 4096)
 			acc ^= ref_crc32c_raw(~0u, dst + i * MIB + s, 4096);
 	}
-	double t = now() - t0;
+	double t = bench_now() - t0;
 	free(dst);
 	if (acc == 0x12345678)
 		fprintf(stderr, "(unlikely)\n"); /* keeps the work */
@@ -118,7 +82,7 @@ static int bench_write(uint64_t mib)
 {
 	uint8_t *buf = malloc(MIB);
 	if (!buf)
-		die("memory", strerror(ENOMEM));
+		bench_die("memory", strerror(ENOMEM));
 	for (size_t i = 0; i < MIB; i++)
 		buf[i] = (uint8_t)(i * 2654435761u >> 13);
 	double best_cold = 1e30, best_warm = 1e30, best_bound = 1e30;
@@ -154,39 +118,39 @@ static void meta_run(const char *who, const struct meta_ops *o, unsigned n, unsi
 {
 	char p[256];
 	double t[3];
-	double t0 = now();
+	double t0 = bench_now();
 	for (unsigned d = 0; d < dirs; d++) {
 		snprintf(p, sizeof(p), "/d%u", d);
 		if (o->mkdir(o->ctx, p))
-			die(who, "mkdir failed");
+			bench_die(who, "mkdir failed");
 	}
 	for (unsigned i = 0; i < n; i++) {
 		snprintf(p, sizeof(p), "/d%u/f%u", i % dirs, i);
 		if (o->create(o->ctx, p))
-			die(who, "create failed");
+			bench_die(who, "create failed");
 	}
 	o->sync(o->ctx);
-	t[0] = now() - t0;
-	t0 = now();
+	t[0] = bench_now() - t0;
+	t0 = bench_now();
 	for (unsigned i = 0; i < n; i++) {
 		snprintf(p, sizeof(p), "/d%u/f%u", i % dirs, i);
 		if (o->stat(o->ctx, p))
-			die(who, "stat failed");
+			bench_die(who, "stat failed");
 	}
-	t[1] = now() - t0;
-	t0 = now();
+	t[1] = bench_now() - t0;
+	t0 = bench_now();
 	for (unsigned i = 0; i < n; i++) {
 		snprintf(p, sizeof(p), "/d%u/f%u", i % dirs, i);
 		if (o->unlink(o->ctx, p))
-			die(who, "unlink failed");
+			bench_die(who, "unlink failed");
 	}
 	for (unsigned d = 0; d < dirs; d++) {
 		snprintf(p, sizeof(p), "/d%u", d);
 		if (o->rmdir(o->ctx, p))
-			die(who, "rmdir failed");
+			bench_die(who, "rmdir failed");
 	}
 	o->sync(o->ctx);
-	t[2] = now() - t0;
+	t[2] = bench_now() - t0;
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
 	/* One line the script parses: who, seconds per phase, peak RSS in KiB. */
@@ -236,11 +200,12 @@ static int h_sync(void *c)
 
 int main(int argc, char **argv)
 {
+	bench_prog = "bench-fs";
 	if (argc >= 2 && !strcmp(argv[1], "write"))
 		return bench_write(argc > 2 ? strtoull(argv[2], NULL, 0) : 1024);
 	if (argc == 4 && !strcmp(argv[1], "meta-ref")) {
 		sim_volume *vol;
-		ref_fs *fs = fresh(&vol, UINT64_C(4) << 30, 0);
+		ref_fs *fs = bench_fresh(&vol, UINT64_C(4) << 30, 0);
 		struct meta_ops o = { fs, r_mkdir, r_create, r_stat, r_unlink, r_rmdir, r_sync };
 		meta_run("ref", &o, (unsigned)atoi(argv[2]), (unsigned)atoi(argv[3]));
 		ref_umount(fs);

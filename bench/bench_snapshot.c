@@ -11,61 +11,24 @@
  *                             with no snapshot
  * Nothing is asserted; the figures go to stdout.
  */
-#include "ref/mkfs.h"
+#include "bench/benchutil.h"
 #include "ref/vfs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-#define MIB (UINT64_C(1) << 20)
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void die(const char *what, const char *why)
-{
-	fprintf(stderr, "bench-snapshot: %s: %s\n", what, why);
-	exit(1);
-}
-
-static ref_fs *fresh(sim_volume **vol, uint64_t size)
-{
-	struct sim_volume_config cfg;
-	sim_config_init(&cfg, 1, size, 1);
-	memset(&cfg.latency, 0, sizeof(cfg.latency));
-	char err[256];
-	if (sim_volume_open(&cfg, vol, err, sizeof(err)))
-		die("volume", err);
-	struct ref_mkfs_opts o;
-	ref_mkfs_defaults(&o);
-	o.seed = 1;
-	o.time = 1700000000;
-	if (ref_mkfs(*vol, &o, NULL, err, sizeof(err)))
-		die("mkfs", err);
-	struct ref_mount_opts mo = { .open = { .super_mirror = -1 } };
-	ref_fs *fs;
-	if (ref_mount(*vol, &mo, &fs, err, sizeof(err)))
-		die("mount", err);
-	return fs;
-}
 
 static void ok(ref_fs *fs, long r, const char *what)
 {
 	if (r < 0)
-		die(what, ref_error(fs));
+		bench_die(what, ref_error(fs));
 }
 
 /* Best of 3 snapshot times (seconds) of a subvolume with n files. */
 static double snapshot_time(unsigned n)
 {
 	sim_volume *vol;
-	ref_fs *fs = fresh(&vol, 2048 * MIB);
+	ref_fs *fs = bench_fresh(&vol, 2048 * MIB, 0);
 	char path[64];
 	for (unsigned d = 0; d < (n + 999) / 1000; d++) {
 		snprintf(path, sizeof(path), "/d%u", d);
@@ -80,9 +43,9 @@ static double snapshot_time(unsigned n)
 	double best = 1e9;
 	for (int k = 0; k < 3; k++) {
 		snprintf(path, sizeof(path), "/snap%d", k);
-		double t0 = now();
+		double t0 = bench_now();
 		ok(fs, ref_snapshot(fs, "/", path, false, NULL), "snapshot");
-		double t = now() - t0;
+		double t = bench_now() - t0;
 		if (t < best)
 			best = t;
 	}
@@ -103,10 +66,10 @@ static uint64_t written(sim_volume *vol)
 static double overwrite_cost(bool snapshot)
 {
 	sim_volume *vol;
-	ref_fs *fs = fresh(&vol, 512 * MIB);
+	ref_fs *fs = bench_fresh(&vol, 512 * MIB, 0);
 	uint8_t *buf = malloc(MIB);
 	if (!buf)
-		die("memory", "out of memory");
+		bench_die("memory", "out of memory");
 	memset(buf, 0xab, MIB);
 	ok(fs, ref_create(fs, "/f", 0644), "create");
 	for (uint64_t i = 0; i < 64; i++)
@@ -132,6 +95,7 @@ static double overwrite_cost(bool snapshot)
 
 int main(int argc, char **argv)
 {
+	bench_prog = "bench-snapshot";
 	if (argc == 2 && !strcmp(argv[1], "create")) {
 		double base = snapshot_time(1000);
 		printf("snapshot of 1,000 files: %.2f ms (baseline)\n", base * 1e3);
