@@ -15,6 +15,7 @@
 
 static const char usage_text[] =
 	"usage: btrsim campaign [--seq N [--ops SET] [--files SET]] [--random N [--length L]]\n"
+	"                       [--subvol]\n"
 	"                       [--shard I/N] [--limit N] [--db FILE] [explore options]\n"
 	"\n"
 	"Explore many workloads, each like 'btrsim explore', and record each as a run\n"
@@ -30,6 +31,13 @@ static const char usage_text[] =
 	"  --files SET         the files, comma-separated absolute paths, 2 to 4, at most\n"
 	"                      one directory deep (/foo,/A/foo,/A/bar); the last does\n"
 	"                      not exist after the setup\n"
+	"  --subvol            subvolumes: with --seq the subvolume set (the files in a\n"
+	"                      subvolume /S, default /foo,/A/bar; operations on them in\n"
+	"                      /S and in its snapshot /T, and snapshot, subvol-create,\n"
+	"                      subvol-delete, subvol-sync; --ops from create,write,\n"
+	"                      truncate,unlink,link,rename,rmdir,snapshot,subvol-create,\n"
+	"                      subvol-delete,subvol-sync); with --random workloads\n"
+	"                      with subvolume operations (gen-workload --subvols)\n"
 	"  --random N          N seeded random workloads (seeds SEED, SEED+1, ...)\n"
 	"  --length L          operations per random workload (200)\n"
 	"  --shard I/N         only workloads I, I+N, I+2N, ... (to split a campaign\n"
@@ -108,7 +116,7 @@ static int cmd_campaign(int argc, char **argv)
 		{ "length", required_argument, NULL, 'L' }, { "shard", required_argument, NULL, 'I' },
 		{ "limit", required_argument, NULL, 'l' },  { "db", required_argument, NULL, 'D' },
 		{ "no-minimize", no_argument, NULL, 'M' },  { "quiet", no_argument, NULL, 'q' },
-		{ "report", required_argument, NULL, 'P' },
+		{ "report", required_argument, NULL, 'P' }, { "subvol", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 },
 	};
 	struct cli_explore ce;
@@ -138,6 +146,7 @@ static int cmd_campaign(int argc, char **argv)
 			break;
 		case 'O': c.ops = optarg; break;
 		case 'f': c.files = optarg; break;
+		case 'V': c.subvol = true; break;
 		case 'R': c.random = v > 10000000 ? 10000000 : (size_t)v; break;
 		case 'L':
 			if (v < 1 || v > 100000)
@@ -178,7 +187,8 @@ static int cmd_campaign(int argc, char **argv)
 	/* Checked before the store is touched: a bad --ops or --files is usage. */
 	struct ace *a;
 	if (c.seq) {
-		if (ace_new(c.seq, c.ops, c.files, &a, err, sizeof(err))) {
+		if ((c.subvol ? ace_new_subvol : ace_new)(c.seq, c.ops, c.files, &a, err,
+							  sizeof(err))) {
 			cli_explore_free(&ce);
 			return cli_usage_error(&cli_cmd_campaign, "%s", err);
 		}

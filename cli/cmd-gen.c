@@ -21,6 +21,8 @@ static const char usage_text[] =
 	"  --max-len SIZE      and are at most this long (default 1M)\n"
 	"  --bad PERCENT       share of deliberately bad operations (default 5)\n"
 	"  --no-sync           leave out fsync, fdatasync and sync\n"
+	"  --subvols           add subvol-create, snapshot (some read-only), subvol-delete,\n"
+	"                      subvol-sync, and operations in read-only snapshots\n"
 	"  -h, --help          show this help\n";
 
 const struct cli_cmd cli_cmd_gen;
@@ -33,6 +35,7 @@ static int cmd_gen(int argc, char **argv)
 		{ "max-offset", required_argument, NULL, 'O' },
 		{ "max-len", required_argument, NULL, 'L' }, { "bad", required_argument, NULL, 'b' },
 		{ "no-sync", no_argument, NULL, 'S' },      { "help", no_argument, NULL, 'h' },
+		{ "subvols", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct wl_gen_opts o = { .seed = 1, .ops = 1000 };
@@ -43,7 +46,7 @@ static int cmd_gen(int argc, char **argv)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		bool sizes = c == 'O' || c == 'L';
-		if (c != 'S' && c != 'h' && c != '?' && cli_parse_u64(optarg, &v, sizes))
+		if (c != 'S' && c != 'V' && c != 'h' && c != '?' && cli_parse_u64(optarg, &v, sizes))
 			return cli_usage_error(&cli_cmd_gen, "expected a number, not '%s'", optarg);
 		switch (c) {
 		case 's': o.seed = v; break;
@@ -66,6 +69,7 @@ static int cmd_gen(int argc, char **argv)
 			o.bad_percent = (unsigned)v;
 			break;
 		case 'S': o.syncs = false; break;
+		case 'V': o.subvols = true; break;
 		case 'h': return cli_help(&cli_cmd_gen);
 		default: return cli_usage_error(&cli_cmd_gen, "unknown option '%s'", argv[optind - 1]);
 		}
@@ -75,7 +79,8 @@ static int cmd_gen(int argc, char **argv)
 	struct wl_workload w = { 0 };
 	if (wl_generate(&o, &w))
 		return cli_fail(&cli_cmd_gen, "out of memory");
-	printf("# btrsim gen-workload --seed %llu --ops %zu\n", (unsigned long long)o.seed, o.ops);
+	printf("# btrsim gen-workload --seed %llu --ops %zu%s\n", (unsigned long long)o.seed, o.ops,
+	       o.subvols ? " --subvols" : "");
 	int r = wl_print(stdout, &w);
 	wl_free(&w);
 	return r ? cli_fail(&cli_cmd_gen, "writing the workload failed") : 0;

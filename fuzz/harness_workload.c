@@ -47,9 +47,16 @@ static const struct timespec times_table[8] = {
 };
 
 /* The kinds an op byte selects (b % NKINDS): every kind but mark and crash,
- * which the explorer does not run. */
+ * which the explorer does not run; but the SUBVOL_BYTES byte values from
+ * SUBVOL_BYTE0 (248..251, which b % NKINDS mapped to utimes, fsync,
+ * fdatasync and sync before) select the subvolume operations, values no op
+ * byte of the regression corpus or the seeds had: those decode as before. */
 #define NKINDS 18
 _Static_assert(WL_SYNC == NKINDS - 1, "the op byte selects WL_MKDIR..WL_SYNC");
+#define SUBVOL_BYTES 4
+#define SUBVOL_BYTE0 248
+_Static_assert(WL_SUBVOL_SYNC - WL_SUBVOL_CREATE == SUBVOL_BYTES - 1,
+	       "bytes 252..255 select WL_SUBVOL_CREATE..WL_SUBVOL_SYNC");
 
 /* sim fault kinds a plan line may add: those whose damage checksums can
  * catch or that fail requests (a lost or misdirected write could make a
@@ -228,9 +235,12 @@ int fzw_decode(const uint8_t *data, size_t len, struct fzw_case *c, char *err, s
 	char path[1200], path2[1200], name[300];
 	uint8_t *value = NULL;
 	while (r.pos < r.len && c->w->n < MAX_OPS) {
-		struct wl_op op = { .kind = (enum wl_kind)(take(&r, 1) % NKINDS),
+		unsigned kb = (unsigned)take(&r, 1);
+		struct wl_op op = { .kind = kb - SUBVOL_BYTE0 < SUBVOL_BYTES
+						    ? (enum wl_kind)(WL_SUBVOL_CREATE + kb - SUBVOL_BYTE0)
+						    : (enum wl_kind)(kb % NKINDS),
 				    .line = c->w->n + 1 };
-		if (op.kind != WL_SYNC) {
+		if (op.kind != WL_SYNC && op.kind != WL_SUBVOL_SYNC) {
 			op.path = path;
 			take_path(&r, false, path, sizeof(path));
 		}
@@ -268,6 +278,11 @@ int fzw_decode(const uint8_t *data, size_t len, struct fzw_case *c, char *err, s
 				op.flags = m == 0 ? 0 : m == 1 ? WL_RENAME_NOREPLACE : WL_RENAME_EXCHANGE;
 			}
 			break;
+		case WL_SNAPSHOT:
+			op.path2 = path2;
+			take_path(&r, false, path2, sizeof(path2));
+			op.flags = take(&r, 1) % 2 ? WL_SNAP_RDONLY : 0;
+			break;
 		case WL_SYMLINK:
 			op.path2 = path2;
 			take_path(&r, true, path2, sizeof(path2));
@@ -299,7 +314,8 @@ int fzw_decode(const uint8_t *data, size_t len, struct fzw_case *c, char *err, s
 			op.atime = times_table[take(&r, 1) % 8];
 			op.mtime = times_table[take(&r, 1) % 8];
 			break;
-		default: break; /* unlink, rmdir, fsync, fdatasync: the path alone */
+		default: break; /* unlink, rmdir, fsync, fdatasync, subvol-create,
+				 * subvol-delete: the path alone; sync, subvol-sync: nothing */
 		}
 		const char *why = wl_op_problem(&op);
 		int a = why ? 0 : wl_append(c->w, &op);
@@ -512,10 +528,12 @@ int fzw_encode(const struct wl_workload *w, const char *plan, const uint8_t hdr[
 	int ret = 0;
 	for (size_t i = 0; i < w->n && *encoded < MAX_OPS && !ret; i++) {
 		const struct wl_op *op = &w->ops[i];
-		if (op->kind > WL_SYNC)
+		bool sv = op->kind >= WL_SUBVOL_CREATE && op->kind <= WL_SUBVOL_SYNC;
+		if (op->kind > WL_SYNC && !sv)
 			continue;
-		int64_t p = op->kind == WL_SYNC ? 8 : encode_path(&nm, op->path, false), p2 = 0;
-		if (op->kind == WL_LINK || op->kind == WL_RENAME)
+		bool nopath = op->kind == WL_SYNC || op->kind == WL_SUBVOL_SYNC;
+		int64_t p = nopath ? 8 : encode_path(&nm, op->path, false), p2 = 0;
+		if (op->kind == WL_LINK || op->kind == WL_RENAME || op->kind == WL_SNAPSHOT)
 			p2 = encode_path(&nm, op->path2, false);
 		if (op->kind == WL_SYMLINK)
 			p2 = encode_path(&nm, op->path2, true);
@@ -530,8 +548,9 @@ int fzw_encode(const struct wl_workload *w, const char *plan, const uint8_t hdr[
 		     ((op->off >= MAX_OFF && op->off != BIG_OFF) || op->len > MAX_LEN)) ||
 		    (op->kind == WL_TRUNCATE && op->size >= MAX_OFF + MAX_LEN))
 			continue;
-		int e = put(o, (uint64_t)op->kind, 1) ||
-			(op->kind != WL_SYNC && put(o, (uint64_t)p, 3));
+		uint64_t kb = sv ? (uint64_t)(SUBVOL_BYTE0 + op->kind - WL_SUBVOL_CREATE)
+				 : (uint64_t)op->kind;
+		int e = put(o, kb, 1) || (!nopath && put(o, (uint64_t)p, 3));
 		switch (op->kind) {
 		case WL_MKDIR:
 		case WL_CREATE: e = e || put(o, index_of_u32(modes, 8, op->mode, 0), 1); break;
@@ -557,6 +576,9 @@ int fzw_encode(const struct wl_workload *w, const char *plan, const uint8_t hdr[
 			    put(o, op->vlen ? op->value[0] : 0, 1);
 			break;
 		case WL_REMOVEXATTR: e = e || put(o, (uint64_t)xn, 1) || put(o, 0, 1); break;
+		case WL_SNAPSHOT:
+			e = e || put(o, (uint64_t)p2, 3) || put(o, op->flags & WL_SNAP_RDONLY ? 1 : 0, 1);
+			break;
 		case WL_CHMOD: e = e || put(o, op->mode, 2); break;
 		case WL_CHOWN:
 			e = e || put(o, index_of_u32(ids, 4, op->uid, 0), 1) ||

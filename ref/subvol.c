@@ -230,7 +230,11 @@ int ref_snapshot(ref_fs *fs, const char *src, const char *dest, bool readonly, u
 		return end_commit(fs, r);
 	if (sino.ino != BTRFS_FIRST_FREE_OBJECTID)
 		return end_commit(fs, ref_fail(fs, EINVAL, "%s: not a subvolume", src));
-	if ((r = new_subvol_id(fs, &id)))
+	/* The running transaction is committed first: the source then has no
+	 * block changed in place (a dirty block), so the copy shares only
+	 * committed blocks and the snapshot's own entry, when it lands inside the
+	 * source, goes into copies (the kernel forces COW on the source). */
+	if ((r = new_subvol_id(fs, &id)) || (r = rw_commit(fs)))
 		return end_commit(fs, r);
 	struct btrfs_root_item ri;
 	struct ref_key skey;

@@ -1,4 +1,6 @@
-/* ace.c - the bounded workload enumeration (ace.h). */
+/* ace.c - the bounded workload enumeration (ace.h): the default set, and
+ * the subvolume set (ace_new_subvol) over files in a subvolume /S and its
+ * snapshot /T. */
 #include "traces/ace.h"
 
 #include <errno.h>
@@ -20,6 +22,7 @@ struct step {
 
 struct ace {
 	unsigned seq;
+	bool subvol;         /* the subvolume set */
 	char *setup;         /* the setup's text */
 	size_t setup_ops;
 	struct step *steps;  /* every (op, persistence point) */
@@ -33,10 +36,24 @@ static const char *const op_names[] = {
 };
 #define NOPS (sizeof(op_names) / sizeof(op_names[0]))
 
+/* The subvolume set's operations. */
+static const char *const sv_op_names[] = {
+	"create", "write", "truncate", "unlink", "link", "rename", "rmdir",
+	"snapshot", "subvol-create", "subvol-delete", "subvol-sync",
+};
+#define NSVOPS (sizeof(sv_op_names) / sizeof(sv_op_names[0]))
+#define MAX_NOPS (NOPS > NSVOPS ? NOPS : NSVOPS)
+
 const char *ace_op_names(void)
 {
 	return "create,mkdir,write,fallocate,truncate,link,rename,unlink,rmdir,symlink,setxattr,"
 	       "removexattr,chmod";
+}
+
+const char *ace_subvol_op_names(void)
+{
+	return "create,write,truncate,unlink,link,rename,rmdir,snapshot,subvol-create,"
+	       "subvol-delete,subvol-sync";
 }
 
 void ace_free(struct ace *a)
@@ -71,7 +88,9 @@ static void parent(const char *path, char *out, size_t len)
 
 struct gen {
 	struct ace *a;
-	bool wanted[NOPS];
+	const char *const *names; /* op_names or sv_op_names */
+	size_t nnames;
+	bool wanted[MAX_NOPS];
 	const char *files[MAX_FILES];
 	size_t nfiles;
 	const char *dirs[MAX_FILES + 1];
@@ -82,8 +101,8 @@ struct gen {
 
 static bool wants(const struct gen *g, const char *op)
 {
-	for (size_t i = 0; i < NOPS; i++)
-		if (!strcmp(op_names[i], op))
+	for (size_t i = 0; i < g->nnames; i++)
+		if (!strcmp(g->names[i], op))
 			return g->wanted[i];
 	return false;
 }
@@ -176,6 +195,65 @@ static void enumerate(struct gen *g)
 	}
 }
 
+/* The subvolume set: the files in /S and in its snapshot /T (made by the
+ * setup: their data shared), links and renames inside each and across the
+ * two (EXDEV), a write to /U (a snapshot some steps make), and the
+ * subvolume operations; these commit, so their persistence point is a sync
+ * alone. */
+static void enumerate_subvol(struct gen *g)
+{
+	static const char *const side[2] = { "/S", "/T" };
+	char line[LINE], p[64], q[64];
+	for (int s = 0; s < 2; s++) {
+		for (size_t i = 0; i < g->nfiles; i++) {
+			snprintf(p, sizeof(p), "%s%.48s", side[s], g->files[i]);
+			snprintf(line, LINE, "create %.60s", p);
+			add(g, "create", line, p, NULL);
+			snprintf(line, LINE, "write %.60s 16K 4K 7", p); /* append */
+			add(g, "write", line, p, NULL);
+			snprintf(line, LINE, "write %.60s 4K 4K 8", p); /* overwrite shared data */
+			add(g, "write", line, p, NULL);
+			snprintf(line, LINE, "truncate %.60s 2K", p);
+			add(g, "truncate", line, p, NULL);
+			snprintf(line, LINE, "unlink %.60s", p);
+			add(g, "unlink", line, p, NULL);
+			for (size_t j = 0; j < g->nfiles; j++) {
+				if (j == i)
+					continue;
+				snprintf(q, sizeof(q), "%s%.48s", side[s], g->files[j]);
+				snprintf(line, LINE, "link %.60s %.60s", p, q);
+				add(g, "link", line, p, q);
+				snprintf(line, LINE, "rename %.60s %.60s", p, q);
+				add(g, "rename", line, p, q);
+			}
+		}
+	}
+	snprintf(p, sizeof(p), "/S%.48s", g->files[0]);
+	snprintf(q, sizeof(q), "/T%.48s", g->files[0]);
+	snprintf(line, LINE, "link %.60s %.60s", p, q); /* EXDEV */
+	add(g, "link", line, p, q);
+	snprintf(line, LINE, "rename %.60s %.60s", p, q); /* EXDEV */
+	add(g, "rename", line, p, q);
+	snprintf(p, sizeof(p), "/U%.48s", g->files[0]);
+	snprintf(line, LINE, "write %.60s 4K 4K 9", p); /* a snapshot of a snapshot, or ro */
+	add(g, "write", line, p, NULL);
+	static const char *const sv[][2] = {
+		{ "snapshot", "snapshot /S /U" },
+		{ "snapshot", "snapshot /S /U ro" },
+		{ "snapshot", "snapshot /T /U" },      /* a snapshot of a snapshot */
+		{ "subvol-create", "subvol-create /S/N" }, /* nested: /U/N a stand-in */
+		{ "subvol-delete", "subvol-delete /S/N" },
+		{ "subvol-delete", "subvol-delete /T" }, /* its shared data stays /S's */
+		{ "subvol-delete", "subvol-delete /S" },
+		{ "subvol-delete", "subvol-delete /U" },
+		{ "subvol-sync", "subvol-sync" },
+		{ "rmdir", "rmdir /U/N" },             /* a stand-in goes */
+		{ "rename", "rename /T /U" },          /* a subvolume moves */
+	};
+	for (size_t i = 0; i < sizeof(sv) / sizeof(sv[0]); i++)
+		add(g, sv[i][0], sv[i][1], NULL, NULL);
+}
+
 /* The setup: the directories of the files, every file but the last with
  * 16 KiB of data and an xattr, then sync. */
 static int setup(struct gen *g, char *err, size_t errlen)
@@ -185,15 +263,24 @@ static int setup(struct gen *g, char *err, size_t errlen)
 	FILE *f = open_memstream(&text, &len);
 	if (!f)
 		return -ENOMEM;
+	const char *sv = g->a->subvol ? "/S" : "";
+	if (g->a->subvol) {
+		fprintf(f, "subvol-create /S\n");
+		n++;
+	}
 	for (size_t i = 0; i < g->ndirs; i++)
 		if (strcmp(g->dirs[i], "/B")) {
-			fprintf(f, "mkdir %s\n", g->dirs[i]);
+			fprintf(f, "mkdir %s%s\n", sv, g->dirs[i]);
 			n++;
 		}
 	for (size_t i = 0; i + 1 < g->nfiles; i++) {
-		fprintf(f, "create %s\nwrite %s 0 16K %zu\nsetxattr %s user.a v1\n", g->files[i],
-			g->files[i], i + 1, g->files[i]);
+		fprintf(f, "create %s%s\nwrite %s%s 0 16K %zu\nsetxattr %s%s user.a v1\n", sv,
+			g->files[i], sv, g->files[i], i + 1, sv, g->files[i]);
 		n += 3;
+	}
+	if (g->a->subvol) {
+		fprintf(f, "snapshot /S /T\n");
+		n++;
 	}
 	fprintf(f, "sync\n");
 	n++;
@@ -237,19 +324,20 @@ static int check_file(const char *f, char *err, size_t errlen)
 
 static int parse_ops(struct gen *g, char *list, char *err, size_t errlen)
 {
-	const char *names[NOPS + 1];
-	size_t nn = split(list, names, NOPS);
-	if (nn == 0 || nn > NOPS) {
-		snprintf(err, errlen, "--ops takes 1 to %zu operation names", NOPS);
+	const char *names[MAX_NOPS + 1];
+	size_t nn = split(list, names, g->nnames);
+	if (nn == 0 || nn > g->nnames) {
+		snprintf(err, errlen, "--ops takes 1 to %zu operation names", g->nnames);
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < nn; i++) {
 		size_t k = 0;
-		while (k < NOPS && strcmp(op_names[k], names[i]))
+		while (k < g->nnames && strcmp(g->names[k], names[i]))
 			k++;
-		if (k == NOPS) {
-			snprintf(err, errlen, "--ops: unknown operation '%s' (known: %s)", names[i],
-				 ace_op_names());
+		if (k == g->nnames) {
+			snprintf(err, errlen, "--ops: unknown operation '%s' (known%s: %s)", names[i],
+				 g->a->subvol ? " with --subvol" : "",
+				 g->a->subvol ? ace_subvol_op_names() : ace_op_names());
 			return -EINVAL;
 		}
 		g->wanted[k] = true;
@@ -287,8 +375,8 @@ static int parse_files(struct gen *g, char *list, char *err, size_t errlen)
 	return 0;
 }
 
-int ace_new(unsigned seq, const char *ops, const char *files, struct ace **out, char *err,
-	    size_t errlen)
+static int ace_make(unsigned seq, bool subvol, const char *ops, const char *files,
+		    struct ace **out, char *err, size_t errlen)
 {
 	*out = NULL;
 	if (seq < 1 || seq > 3) {
@@ -296,8 +384,8 @@ int ace_new(unsigned seq, const char *ops, const char *files, struct ace **out, 
 		return -EINVAL;
 	}
 	struct gen *g = calloc(1, sizeof(*g));
-	char *opl = strdup(ops ? ops : ace_op_names());
-	char *fl = strdup(files ? files : "/foo,/A/foo,/A/bar");
+	char *opl = strdup(ops ? ops : subvol ? ace_subvol_op_names() : ace_op_names());
+	char *fl = strdup(files ? files : subvol ? "/foo,/A/bar" : "/foo,/A/foo,/A/bar");
 	if (g)
 		g->a = calloc(1, sizeof(*g->a));
 	if (g && g->a)
@@ -309,13 +397,19 @@ int ace_new(unsigned seq, const char *ops, const char *files, struct ace **out, 
 		goto out;
 	}
 	g->a->seq = seq;
+	g->a->subvol = subvol;
+	g->names = subvol ? sv_op_names : op_names;
+	g->nnames = subvol ? NSVOPS : NOPS;
 	if ((r = parse_ops(g, opl, err, errlen)) || (r = parse_files(g, fl, err, errlen)) ||
 	    (r = setup(g, err, errlen)))
 		goto out;
 	/* Steps with a persistence point come first: the last op of a workload
 	 * has one, for there is nothing to crash after otherwise.  Earlier ops
 	 * may also have none. */
-	enumerate(g);
+	if (subvol)
+		enumerate_subvol(g);
+	else
+		enumerate(g);
 	g->a->nfinal = g->a->nsteps;
 	for (size_t i = 0; i < g->a->nfinal && seq > 1 && !g->err; i++)
 		if (i == 0 || strcmp(g->a->steps[i].op, g->a->steps[i - 1].op)) {
@@ -342,6 +436,18 @@ out:
 		*out = g->a;
 	free(g);
 	return r;
+}
+
+int ace_new(unsigned seq, const char *ops, const char *files, struct ace **out, char *err,
+	    size_t errlen)
+{
+	return ace_make(seq, false, ops, files, out, err, errlen);
+}
+
+int ace_new_subvol(unsigned seq, const char *ops, const char *files, struct ace **out, char *err,
+		   size_t errlen)
+{
+	return ace_make(seq, true, ops, files, out, err, errlen);
 }
 
 int ace_workload(const struct ace *a, uint64_t i, struct wl_workload *out, char *err, size_t errlen)
@@ -378,7 +484,7 @@ int ace_workload(const struct ace *a, uint64_t i, struct wl_workload *out, char 
 		return -ENOMEM;
 	}
 	char name[48];
-	snprintf(name, sizeof(name), "seq-%u/%" PRIu64, a->seq, i);
+	snprintf(name, sizeof(name), "seq-%u%s/%" PRIu64, a->seq, a->subvol ? "-subvol" : "", i);
 	int r = wl_parse_text(name, text, len, out, err, errlen);
 	free(text);
 	return r;

@@ -27,6 +27,17 @@ struct ace;
  */
 int ace_new(unsigned seq, const char *ops, const char *files, struct ace **out, char *err,
 	    size_t errlen);
+/*
+ * The subvolume set: the files (files: as above, NULL: "/foo,/A/bar") live
+ * in a subvolume /S, and the setup snapshots it as /T; the core operations
+ * are the file operations on them in /S and in /T, links and renames across
+ * the two, and snapshot (as /U), subvol-create, subvol-delete, subvol-sync,
+ * rmdir of a stand-in and the rename of a subvolume (traces/README.md lists
+ * them).  ops: from
+ * ace_subvol_op_names() (NULL: all).  Workloads are named "seq-N-subvol/i".
+ */
+int ace_new_subvol(unsigned seq, const char *ops, const char *files, struct ace **out, char *err,
+		   size_t errlen);
 void ace_free(struct ace *a);
 /* How many workloads the enumeration has. */
 uint64_t ace_count(const struct ace *a);
@@ -36,5 +47,7 @@ size_t ace_setup_ops(const struct ace *a);
 int ace_workload(const struct ace *a, uint64_t i, struct wl_workload *out, char *err, size_t errlen);
 /* "create,mkdir,...": every operation name ace_new accepts. */
 const char *ace_op_names(void);
+/* "create,write,...,subvol-sync": every operation name ace_new_subvol accepts. */
+const char *ace_subvol_op_names(void);
 
 #endif

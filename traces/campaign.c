@@ -180,10 +180,11 @@ static int run_random(struct camp *k, char *err, size_t errlen)
 		g.ops = c->random_ops;
 		g.max_offset = UINT64_C(1) << 20; /* keep crash states small: 1 MiB files */
 		g.max_len = 64 << 10;
+		g.subvols = c->subvol;
 		struct wl_workload w = { 0 };
 		int r = wl_generate(&g, &w);
 		char name[64];
-		snprintf(name, sizeof(name), "random/%" PRIu64, g.seed);
+		snprintf(name, sizeof(name), "random%s/%" PRIu64, c->subvol ? "-subvols" : "", g.seed);
 		if (!r && !(w.name = strdup(name)))
 			r = -ENOMEM;
 		if (r) {
@@ -209,7 +210,8 @@ int campaign_run(const struct campaign_opts *c, struct campaign_result *res, cha
 		sweep_free(&k);
 		return -EINVAL;
 	}
-	if (c->seq && ace_new(c->seq, c->ops, c->files, &a, err, errlen)) {
+	if (c->seq && (c->subvol ? ace_new_subvol : ace_new)(c->seq, c->ops, c->files, &a, err,
+							       errlen)) {
 		sweep_free(&k);
 		return -EINVAL;
 	}

@@ -15,6 +15,8 @@
 struct campaign_opts {
 	unsigned seq;              /* ACE workloads of this many core ops (0: none) */
 	const char *ops, *files;   /* ACE's sets (NULL: the defaults) */
+	bool subvol;               /* ACE's subvolume set (ace_new_subvol), and random
+				    * workloads with subvolume operations (wl_gen_opts.subvols) */
 	size_t random;             /* this many random workloads (seeds seed, seed+1, ...) */
 	size_t random_ops;         /* of this many operations each */
 	unsigned shard, shards;    /* run workload i only when i % shards == shard */

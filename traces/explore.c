@@ -55,7 +55,22 @@ static int fail(char *err, size_t errlen, int e, const char *fmt, const char *wh
 
 static bool persists(enum wl_kind k)
 {
-	return k == WL_FSYNC || k == WL_FDATASYNC || k == WL_SYNC;
+	/* A subvolume's creation, snapshot and deletion commit before they
+	 * return (ref/vfs.h; `btrfs subvolume snapshot` waits for the commit
+	 * too); subvol-sync commits only when the cleaner has work. */
+	return k == WL_FSYNC || k == WL_FDATASYNC || k == WL_SYNC || k == WL_SUBVOL_CREATE ||
+	       k == WL_SNAPSHOT || k == WL_SUBVOL_DELETE;
+}
+
+/* Whether the workload has subvolume operations: then the oracle compares the
+ * subvolumes too (model_describe_subvols). */
+static bool has_subvol_ops(const struct wl_workload *w)
+{
+	for (size_t j = 0; j < w->n; j++)
+		if (w->ops[j].kind == WL_SUBVOL_CREATE || w->ops[j].kind == WL_SNAPSHOT ||
+		    w->ops[j].kind == WL_SUBVOL_DELETE || w->ops[j].kind == WL_SUBVOL_SYNC)
+			return true;
+	return false;
 }
 
 static int record(struct ex *x, sim_volume *vol, char *err, size_t errlen)
@@ -77,7 +92,11 @@ static int record(struct ex *x, sim_volume *vol, char *err, size_t errlen)
 	x->spans = calloc(n + 1, sizeof(*x->spans));
 	x->snaps = calloc(n + 2, sizeof(*x->snaps));
 	x->res->results = calloc(n ? n : 1, sizeof(int));
-	if (!m || !x->spans || !x->snaps || !x->res->results || !(x->snaps[0] = model_describe(m))) {
+	bool subv = has_subvol_ops(x->w);
+	if (subv && (x->subv = calloc(n + 2, sizeof(*x->subv))))
+		x->subv[0] = model_describe_subvols(m);
+	if (!m || !x->spans || !x->snaps || !x->res->results || !(x->snaps[0] = model_describe(m)) ||
+	    (subv && (!x->subv || !x->subv[0]))) {
 		model_free(m);
 		ref_close(fs);
 		return fail(err, errlen, ENOMEM, "%s", "out of memory");
@@ -100,7 +119,8 @@ static int record(struct ex *x, sim_volume *vol, char *err, size_t errlen)
 			snprintf(err, errlen, "%s:%zu: the model cannot follow: %s",
 				 x->w->name ? x->w->name : "workload", op->line, merr);
 			r = -EINVAL;
-		} else if (!(x->snaps[j + 1] = model_describe(m))) {
+		} else if (!(x->snaps[j + 1] = model_describe(m)) ||
+			   (x->subv && !(x->subv[j + 1] = model_describe_subvols(m)))) {
 			r = fail(err, errlen, ENOMEM, "%s", "out of memory");
 		}
 		x->res->ops++;
@@ -112,7 +132,8 @@ static int record(struct ex *x, sim_volume *vol, char *err, size_t errlen)
 	sim_volume_log(vol, &after);
 	x->spans[n] = (struct span){ before, after, u == 0, 0 };
 	x->nspans = n + 1;
-	if (!r && !(x->snaps[n + 1] = strdup(x->snaps[n])))
+	if (!r && (!(x->snaps[n + 1] = strdup(x->snaps[n])) ||
+		   (x->subv && !(x->subv[n + 1] = strdup(x->subv[n])))))
 		r = fail(err, errlen, ENOMEM, "%s", "out of memory");
 	/* With faults armed a failed final commit is an outcome to judge, not a
 	 * broken run: the crash states show what is on the disks. */
@@ -579,6 +600,9 @@ int explore_run(const struct wl_workload *w, const struct explore_opts *o,
 	for (size_t j = 0; x.snaps && j <= w->n + 1; j++)
 		free(x.snaps[j]);
 	free(x.snaps);
+	for (size_t j = 0; x.subv && j <= w->n + 1; j++)
+		free(x.subv[j]);
+	free(x.subv);
 	free(x.spans);
 	free(x.dmg);
 	if (base)

@@ -25,6 +25,8 @@ struct ex {
 	struct span *spans; /* nops + 1: the last is the final unmount */
 	size_t nspans;
 	char **snaps;       /* snaps[j]: the model's description after j operations */
+	char **subv;        /* subv[j]: its subvolumes after j operations (model_describe_subvols);
+			     * NULL when the workload has no subvolume operation */
 	uint64_t rng;
 	uint32_t sector;
 	bool sim_faults;    /* the plan damages disks: detected corruption is no violation */

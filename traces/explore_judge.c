@@ -33,6 +33,101 @@ static char *describe(ref_fs *fs, char *why, size_t whylen)
 	return text;
 }
 
+/* ---- The subvolumes the recovered file system shows ---- */
+
+/* model_describe_subvols's lines for what ref shows: a subvolume's root (an
+ * entry leading into another tree, "subvol ro|rw" by its root item's flags)
+ * and a snapshot's stand-in for a nested subvolume (the kernel's inode 2). */
+struct svwalk {
+	ref_fs *fs;
+	struct manifest m; /* only its set of directories being walked */
+	char **v;
+	size_t n, cap;
+	char *why;
+	size_t whylen;
+};
+
+static int sv_fail(struct svwalk *w, const char *path, const char *what)
+{
+	snprintf(w->why, w->whylen, "%s: %s", path, what);
+	return -1;
+}
+
+static int sv_line(struct svwalk *w, const char *path, const char *what)
+{
+	char *line = NULL;
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 16;
+		char **v = realloc(w->v, cap * sizeof(*v));
+		if (!v)
+			return sv_fail(w, path, "out of memory");
+		w->v = v;
+		w->cap = cap;
+	}
+	if (asprintf(&line, "%s %s\n", path, what) < 0)
+		return sv_fail(w, path, "out of memory");
+	w->v[w->n++] = line;
+	return 0;
+}
+
+static int sv_dir(struct svwalk *w, const struct ref_ino *dir, const char *path, int depth)
+{
+	struct ref_dentries ch;
+	if (depth > 4096)
+		return sv_fail(w, path, "directories nested too deep");
+	int r = ref_dentries_read(w->fs, dir, &ch);
+	if (r) {
+		ref_dentries_free(&ch);
+		return sv_fail(w, path, r == -ENOMEM ? "out of memory" : ref_error(w->fs));
+	}
+	for (size_t i = 0; i < ch.n && !r; i++) {
+		const struct ref_dentry *e = &ch.e[i];
+		char *sub = mf_path_join(path, e->name, e->len);
+		if (!sub) {
+			r = sv_fail(w, path, "out of memory");
+			break;
+		}
+		if (e->ino.ino == BTRFS_EMPTY_SUBVOL_DIR_OBJECTID) {
+			r = sv_line(w, sub, "stand-in");
+		} else if (e->ino.subvol != dir->subvol) {
+			struct ref_subvol_info info;
+			if (ref_subvol_info(w->fs, e->ino.subvol, &info))
+				r = sv_fail(w, sub, ref_error(w->fs));
+			else
+				r = sv_line(w, sub, info.flags & BTRFS_ROOT_SUBVOL_RDONLY ? "subvol ro"
+											 : "subvol rw");
+		}
+		if (!r && e->type == BTRFS_FT_DIR && e->ino.ino != BTRFS_EMPTY_SUBVOL_DIR_OBJECTID) {
+			int er = mf_enter(&w->m, e->ino.subvol, e->ino.ino);
+			if (er) {
+				r = sv_fail(w, sub, mf_enter_error(er));
+			} else {
+				r = sv_dir(w, &e->ino, sub, depth + 1);
+				mf_leave(&w->m, e->ino.subvol, e->ino.ino);
+			}
+		}
+		free(sub);
+	}
+	ref_dentries_free(&ch);
+	return r;
+}
+
+static char *describe_subvols(ref_fs *fs, char *why, size_t whylen)
+{
+	struct svwalk w = { .fs = fs, .why = why, .whylen = whylen };
+	struct ref_ino root;
+	char *text = NULL;
+	if (ref_subvol_root(fs, BTRFS_FS_TREE_OBJECTID, &root))
+		snprintf(why, whylen, "%s", ref_error(fs));
+	else if (sv_dir(&w, &root, "/", 0) == 0 && !(text = model_lines_join(w.v, w.n)))
+		snprintf(why, whylen, "out of memory");
+	for (size_t i = 0; i < w.n; i++)
+		free(w.v[i]);
+	free(w.v);
+	mf_free(&w.m);
+	return text;
+}
+
 /* The first line where two descriptions differ, as "PATH: expected X, found Y". */
 static void first_diff(const char *want, const char *got, char *out, size_t len)
 {
@@ -130,17 +225,42 @@ enum explore_verdict explore_judge(const struct ex *x, sim_volume *v, size_t poi
 	enum explore_verdict verdict = EXPLORE_OK;
 	if (errors != 0) {
 		error_lines(report, why, whylen);
-		verdict = x->sim_faults && detected(report) ? EXPLORE_DETECTED : EXPLORE_CHECK;
+		verdict = damaged && detected(report) ? EXPLORE_DETECTED : EXPLORE_CHECK;
 	} else {
 		char *text = describe(fs, err, sizeof(err));
 		size_t lo, hi;
 		legal_range(x, point, &lo, &hi);
 		bool ok = false;
-		for (size_t j = lo; text && j <= hi && !ok; j++)
-			ok = !strcmp(text, x->snaps[j]);
-		if (!text) {
+		/* With subvolume operations the subvolumes must be those of the same
+		 * state: which directories are subvolumes (read-only or not) and
+		 * which are a snapshot's stand-ins. */
+		char *subv = NULL, sverr[512] = "";
+		size_t tj = SIZE_MAX; /* a state whose tree matched */
+		for (size_t j = lo; text && j <= hi && !ok; j++) {
+			if (strcmp(text, x->snaps[j]))
+				continue;
+			if (tj == SIZE_MAX)
+				tj = j;
+			if (x->subv && !subv && !sverr[0] &&
+			    !(subv = describe_subvols(fs, sverr, sizeof(sverr))) && !sverr[0])
+				snprintf(sverr, sizeof(sverr), "out of memory");
+			ok = !x->subv || (subv && !strcmp(subv, x->subv[j]));
+		}
+		if (text && !ok && sverr[0]) {
+			snprintf(why, whylen, "reading the recovered subvolumes: %s", sverr);
+			verdict = damaged && detected(sverr) ? EXPLORE_DETECTED : EXPLORE_READ;
+		} else if (text && !ok && tj != SIZE_MAX) {
+			char d[1200];
+			first_diff(x->subv[tj], subv, d, sizeof(d));
+			snprintf(why, whylen,
+				 "no legal state (after operations %zu..%zu, lines %zu..%zu): the tree is "
+				 "that after operation %zu but the subvolumes differ: %s",
+				 lo, hi, lo ? x->spans[lo - 1].line : 0, hi ? x->spans[hi - 1].line : 0, tj,
+				 d);
+			verdict = EXPLORE_ORACLE;
+		} else if (!text) {
 			snprintf(why, whylen, "reading the recovered tree: %s", err);
-			verdict = x->sim_faults && detected(err) ? EXPLORE_DETECTED : EXPLORE_READ;
+			verdict = damaged && detected(err) ? EXPLORE_DETECTED : EXPLORE_READ;
 		} else if (!ok) {
 			char d[1200];
 			first_diff(x->snaps[hi], text, d, sizeof(d));
@@ -151,6 +271,7 @@ enum explore_verdict explore_judge(const struct ex *x, sim_volume *v, size_t poi
 		} else {
 			why[0] = 0;
 		}
+		free(subv);
 		free(text);
 	}
 	free(report);

@@ -33,6 +33,7 @@ void wl_gen_defaults(struct wl_gen_opts *o)
 	o->max_len = MiB;
 	o->bad_percent = 5;
 	o->syncs = true;
+	o->subvols = false;
 }
 
 /* ---- the random stream: splitmix64 ------------------------------------- */
@@ -61,6 +62,11 @@ struct ent {
 	int target; /* a symlink: the type its target had when it was made (0: none) */
 	unsigned xattrs;
 	unsigned lvl; /* level(path) */
+	/* Subvolumes (wl_gen_opts.subvols): the subvolume it is in (0: the top
+	 * level; a subvolume's root is in its own), whether it is a
+	 * subvolume's root, in a read-only one, a snapshot's stand-in. */
+	unsigned svid;
+	bool subvol, ro, standin;
 };
 
 struct gen {
@@ -73,6 +79,7 @@ struct gen {
 	char **tmp;	  /* strings of the op being built, freed after it */
 	size_t ntmp, tmpcap;
 	int err;	  /* the first -ENOMEM */
+	unsigned svids;	  /* subvolume ids given out (0 is the top level) */
 	struct wl_workload *w;
 };
 
@@ -206,8 +213,23 @@ static void add(struct gen *g, const char *path, int type, int target)
 		g->err = -ENOMEM;
 		return;
 	}
+	/* In its parent's subvolume (the parent is there: it sorts before). */
+	unsigned svid = 0;
+	bool ro = false;
+	char *slash = strrchr(p, '/');
+	if (slash && slash != p) {
+		*slash = 0;
+		long pi = find(g, p);
+		*slash = '/';
+		if (pi >= 0) {
+			svid = g->e[pi].svid;
+			ro = g->e[pi].ro;
+		}
+	} else if (slash && p[1]) {
+		svid = g->e[0].svid; /* "/" */
+	}
 	memmove(&g->e[i + 1], &g->e[i], (g->n - i) * sizeof(*g->e));
-	g->e[i] = (struct ent){ p, type, target, 0, level(p) };
+	g->e[i] = (struct ent){ p, type, target, 0, level(p), svid, false, ro, false };
 	g->n++;
 }
 
@@ -271,6 +293,15 @@ static void model_rename(struct gen *g, const char *old, const char *new, int fl
 	long oi = find(g, old), ni = find(g, new);
 	if (oi <= 0 || !strcmp(old, new) || within(new, old) || within(old, new))
 		return;
+	if (g->o->subvols) { /* across subvolumes: EXDEV */
+		char *sl = strrchr(new, '/');
+		char *par = sl == new ? strdup("/") : strndup(new, (size_t)(sl - new));
+		long pi = par ? find(g, par) : -1;
+		free(par);
+		if (pi < 0 || g->e[pi].svid != g->e[oi].svid || g->e[oi].subvol || g->e[oi].standin ||
+		    (ni >= 0 && (g->e[ni].subvol || g->e[ni].standin)))
+			return;
+	}
 	char *o = strdup(old), *n = strdup(new);
 	if (!o || !n) {
 		free(o);
@@ -322,6 +353,13 @@ struct filt {
 	int children;	       /* directories: 1 only with children, -1 only empty, 0 any */
 	bool xattrs;	       /* only entries with an xattr set */
 	int target;	       /* symlinks: only those to this type (0: any) */
+	/* With subvolumes: entries in read-only subvolumes and stand-ins are
+	 * left out unless zones (the ops that aim there say so), subvolumes'
+	 * roots unless subvols; svid: only in subvolume svid - 1 (0: any). */
+	bool zones, subvols;
+	unsigned svid;
+	bool only_subvols, only_ro, only_standins; /* only such entries */
+	unsigned not_svid;     /* not in subvolume not_svid - 1 (0: any) */
 };
 
 static bool fits(const struct gen *g, size_t i, const struct filt *f)
@@ -338,6 +376,17 @@ static bool fits(const struct gen *g, size_t i, const struct filt *f)
 	if (f->xattrs && !e->xattrs)
 		return false;
 	if (f->target && e->type == E_LINK && e->target != f->target)
+		return false;
+	if (!f->zones && (e->ro || e->standin))
+		return false;
+	if (!f->subvols && e->subvol && i != 0)
+		return false;
+	if (f->svid && e->svid != f->svid - 1)
+		return false;
+	if ((f->only_subvols && !e->subvol) || (f->only_ro && !e->ro) ||
+	    (f->only_standins && !e->standin))
+		return false;
+	if (f->not_svid && e->svid == f->not_svid - 1)
 		return false;
 	return true;
 }
@@ -370,8 +419,35 @@ static long pick_type(struct gen *g, int types, bool nonroot)
 static const char *pick_dir(struct gen *g, bool for_dir)
 {
 	int maxl = for_dir ? (int)g->o->depth - 1 : (int)g->o->depth;
-	long i = pick(g, &(struct filt){ .types = E_DIR, .maxlevel = maxl });
+	long i = pick(g, &(struct filt){ .types = E_DIR, .maxlevel = maxl, .subvols = true });
 	return i < 0 ? "/" : g->e[i].path;
+}
+
+/* With subvolumes: mostly (85 %) a directory of entry i's subvolume, for a
+ * link or rename that stays inside it (else EXDEV); as pick_dir else. */
+static const char *pick_dir_near(struct gen *g, size_t i, int maxl, const char *not_within)
+{
+	unsigned svid = g->o->subvols && chance(g, 85) ? g->e[i].svid + 1 : 0;
+	long di = maxl < 0 ? -1
+			   : pick(g, &(struct filt){ .types = E_DIR, .maxlevel = maxl,
+						      .not_within = not_within, .subvols = true,
+						      .svid = svid });
+	return di < 0 ? "/" : g->e[di].path;
+}
+
+/* Whether path's parent is in entry i's subvolume (a link or rename there
+ * does not give EXDEV). */
+static bool same_subvol(struct gen *g, size_t i, const char *path)
+{
+	char *sl = strrchr(path, '/');
+	char *par = sl == path ? strdup("/") : strndup(path, (size_t)(sl - path));
+	if (!par) {
+		g->err = -ENOMEM;
+		return false;
+	}
+	long pi = find(g, par);
+	free(par);
+	return pi >= 0 && g->e[pi].svid == g->e[i].svid;
 }
 
 /* A file (sometimes a symlink to one, followed) for data operations; -1 if none. */
@@ -387,7 +463,8 @@ static long pick_file(struct gen *g)
 static size_t pick_any_i(struct gen *g)
 {
 	int r = (int)below(g, 100);
-	long i = pick_type(g, r < 60 ? E_FILE : r < 90 ? E_DIR : E_LINK, false);
+	long i = pick(g, &(struct filt){ .types = r < 60 ? E_FILE : r < 90 ? E_DIR : E_LINK,
+					 .maxlevel = -1, .subvols = true });
 	return i < 0 ? 0 : (size_t)i;
 }
 
@@ -566,8 +643,11 @@ static void gen_link(struct gen *g)
 	op_init(&op, WL_LINK);
 	op.path = g->e[i].path;
 	int type = g->e[i].type, target = g->e[i].target;
-	op.path2 = (char *)new_name(g, pick_dir(g, false), type == E_LINK ? 'l' : 'f');
-	add(g, op.path2, type, target);
+	const char *dir = g->o->subvols ? pick_dir_near(g, (size_t)i, (int)g->o->depth, NULL)
+					: pick_dir(g, false);
+	op.path2 = (char *)new_name(g, dir, type == E_LINK ? 'l' : 'f');
+	if (!g->o->subvols || same_subvol(g, (size_t)i, op.path2))
+		add(g, op.path2, type, target);
 	emit(g, &op);
 }
 
@@ -597,9 +677,13 @@ static const char *rename_target(struct gen *g, size_t i)
 {
 	int type = g->e[i].type;
 	int maxl = max_parent(g, i);
+	const char *nw = type == E_DIR ? g->e[i].path : NULL;
+	if (g->o->subvols)
+		return new_name(g, pick_dir_near(g, i, maxl, nw),
+				type == E_DIR ? 'd' : type == E_LINK ? 'l' : 'f');
 	long di = maxl < 0 ? -1
 			   : pick(g, &(struct filt){ .types = E_DIR, .maxlevel = maxl,
-						      .not_within = type == E_DIR ? g->e[i].path : NULL });
+						      .not_within = nw });
 	return new_name(g, di < 0 ? "/" : g->e[di].path,
 			type == E_DIR ? 'd' : type == E_LINK ? 'l' : 'f');
 }
@@ -627,7 +711,8 @@ static void gen_rename(struct gen *g)
 		for (int tries = 0; tries < 4 && ni < 0; tries++) {
 			ni = pick(g, &(struct filt){ .types = types, .nonroot = true, .maxlevel = -1,
 						     .not_within = old,
-						     .children = type == E_DIR && !op.flags ? -1 : 0 });
+						     .children = type == E_DIR && !op.flags ? -1 : 0,
+						     .svid = g->o->subvols ? g->e[oi].svid + 1 : 0 });
 			if (ni >= 0 &&
 			    (within(old, g->e[ni].path) ||
 			     !fits_level(g, (size_t)oi, g->e[ni].lvl) ||
@@ -640,6 +725,14 @@ static void gen_rename(struct gen *g)
 	long ei = find(g, new);
 	if (op.flags == WL_RENAME_EXCHANGE && ei >= 0 && !fits_level(g, (size_t)ei, level(old)))
 		op.flags = WL_RENAME_NOREPLACE; /* the other side would go too deep */
+	if (g->o->subvols && !same_subvol(g, (size_t)oi, new)) {
+		/* Across subvolumes: EXDEV, to a name that does not exist and
+		 * without flags (ref gives EXDEV before ENOENT, EEXIST and
+		 * ENOTEMPTY, Linux after them: traces/README.md). */
+		op.flags = 0;
+		char *sl = strrchr(new, '/');
+		new = str(g, "%.*s/x%u", (int)(sl - new), new, (unsigned)below(g, 1000));
+	}
 	op.path = (char *)str(g, "%s", old);
 	op.path2 = (char *)str(g, "%s", new);
 	model_rename(g, op.path, op.path2, op.flags);
@@ -662,8 +755,13 @@ static void gen_unlink(struct gen *g)
 
 static void gen_rmdir(struct gen *g)
 {
-	long i = pick(g, &(struct filt){ .types = E_DIR, .nonroot = true, .maxlevel = -1,
-					 .children = chance(g, 85) ? -1 : 0 });
+	long i = -1;
+	if (g->o->subvols && chance(g, 25)) /* a snapshot's stand-in goes */
+		i = pick(g, &(struct filt){ .types = E_DIR, .nonroot = true, .maxlevel = -1,
+					    .zones = true, .only_standins = true });
+	if (i < 0)
+		i = pick(g, &(struct filt){ .types = E_DIR, .nonroot = true, .maxlevel = -1,
+					    .children = chance(g, 85) ? -1 : 0 });
 	if (i < 0) {
 		gen_mkdir(g);
 		return;
@@ -722,6 +820,12 @@ static void gen_attr(struct gen *g, enum wl_kind k)
 	struct wl_op op;
 	op_init(&op, k);
 	op.path = (char *)pick_any(g);
+	/* With subvolumes, no directory changes owner: a stand-in shows its
+	 * parent's owner in Linux, root's in ref (traces/README.md). */
+	if (k == WL_CHOWN && g->o->subvols) { /* a file (a symlink may lead to a directory) */
+		long f = pick_type(g, E_FILE, true);
+		op.path = f < 0 ? (char *)"/f0" : g->e[f].path;
+	}
 	if (k == WL_CHMOD) {
 		bool dir = g->e[find(g, op.path)].type == E_DIR;
 		op.mode = gen_mode(g, dir ? 0755 : 0644, dir);
@@ -745,6 +849,190 @@ static void gen_sync(struct gen *g)
 	emit(g, &op);
 }
 
+/* ---- subvolumes (wl_gen_opts.subvols) ------------------------------------ */
+
+/* The new entry at path, a subvolume's root of a new subvolume. */
+static void make_subvol_root(struct gen *g, const char *path, bool ro)
+{
+	long i = find(g, path);
+	if (i < 0)
+		return;
+	g->e[i].subvol = true;
+	g->e[i].svid = ++g->svids;
+	g->e[i].ro = ro;
+}
+
+static void gen_subvol_create(struct gen *g)
+{
+	struct wl_op op;
+	op_init(&op, WL_SUBVOL_CREATE);
+	op.path = (char *)new_name(g, pick_dir(g, true), 's');
+	if (find(g, op.path) < 0) {
+		add(g, op.path, E_DIR, 0);
+		make_subvol_root(g, op.path, false);
+	}
+	emit(g, &op);
+}
+
+/* What snapshot src dst does to the model: src's subvolume copied, nested
+ * subvolumes as stand-ins. */
+static void model_snapshot(struct gen *g, const char *src, const char *dst, bool ro)
+{
+	long si = find(g, src);
+	if (si < 0 || find(g, dst) >= 0)
+		return;
+	unsigned sv = g->e[si].svid;
+	struct ent *c = calloc(g->n, sizeof(*c));
+	size_t nc = 0, sl = src[1] ? strlen(src) : 0;
+	if (!c) {
+		g->err = -ENOMEM;
+		return;
+	}
+	for (size_t i = (size_t)si; i < g->n && within(g->e[i].path, src); i++) {
+		const struct ent *e = &g->e[i];
+		bool nested = e->svid != sv;
+		if (nested) { /* in a nested subvolume: only its root, as a stand-in */
+			if (!e->subvol)
+				continue;
+			const char *sl2 = strrchr(e->path, '/');
+			char *par = sl2 == e->path ? strdup("/") : strndup(e->path, (size_t)(sl2 - e->path));
+			long pi = par ? find(g, par) : -1;
+			free(par);
+			if (pi < 0 || g->e[pi].svid != sv)
+				continue;
+		}
+		char *p = NULL;
+		if (asprintf(&p, "%s%s", dst, (size_t)i == (size_t)si ? "" : e->path + sl) < 0) {
+			g->err = -ENOMEM;
+			break;
+		}
+		c[nc++] = (struct ent){ p, nested ? E_DIR : e->type, nested ? 0 : e->target,
+					nested ? 0 : e->xattrs, 0, 0, false, ro,
+					nested || e->standin };
+	}
+	unsigned nsv = ++g->svids;
+	for (size_t k = 0; k < nc; k++) { /* sorted: parents before children */
+		add(g, c[k].path, c[k].type, c[k].target);
+		long i = find(g, c[k].path);
+		if (i >= 0) {
+			g->e[i].xattrs = c[k].xattrs;
+			g->e[i].svid = nsv;
+			g->e[i].ro = ro;
+			g->e[i].standin = c[k].standin;
+			g->e[i].subvol = k == 0;
+		}
+		free(c[k].path);
+	}
+	free(c);
+}
+
+/* A subvolume's root (read-only ones too when zones), or -1. */
+static long pick_subvol(struct gen *g, bool zones)
+{
+	return pick(g, &(struct filt){ .types = E_DIR, .nonroot = true, .maxlevel = -1,
+				       .zones = zones, .subvols = true, .only_subvols = true });
+}
+
+static void gen_snapshot(struct gen *g)
+{
+	long si = chance(g, 10) ? 0 : pick_subvol(g, true); /* 0: the top level */
+	if (si < 0) {
+		gen_subvol_create(g);
+		return;
+	}
+	struct wl_op op;
+	op_init(&op, WL_SNAPSHOT);
+	op.path = (char *)str(g, "%s", g->e[si].path);
+	/* DEST outside SRC's subvolume: ref's snapshot would hold DEST's own
+	 * entry (as a stand-in), Linux's does not (traces/README.md). */
+	long di = pick(g, &(struct filt){ .types = E_DIR, .maxlevel = (int)g->o->depth - 1,
+					  .subvols = true, .not_svid = g->e[si].svid + 1 });
+	if (di < 0) {
+		gen_subvol_create(g);
+		return;
+	}
+	op.path2 = (char *)new_name(g, g->e[di].path, 's');
+	op.flags = chance(g, 25) ? WL_SNAP_RDONLY : 0;
+	model_snapshot(g, op.path, op.path2, op.flags);
+	emit(g, &op);
+}
+
+/* A subvolume holds another below it (subvol-delete gives ENOTEMPTY). */
+static bool holds_subvol(const struct gen *g, size_t i)
+{
+	for (size_t j = i + 1; j < g->n && within(g->e[j].path, g->e[i].path); j++)
+		if (g->e[j].subvol)
+			return true;
+	return false;
+}
+
+static void gen_subvol_delete(struct gen *g)
+{
+	long i = pick_subvol(g, true);
+	if (i < 0) {
+		gen_subvol_create(g);
+		return;
+	}
+	struct wl_op op;
+	op_init(&op, WL_SUBVOL_DELETE);
+	op.path = (char *)str(g, "%s", g->e[i].path);
+	char *sl = strrchr(op.path, '/');
+	*sl = 0;
+	long pi = find(g, sl == op.path ? "/" : op.path);
+	*sl = '/';
+	if (pi >= 0 && !g->e[pi].ro && !holds_subvol(g, (size_t)i)) {
+		while ((size_t)i + 1 < g->n && within(g->e[i + 1].path, g->e[i].path))
+			del(g, (size_t)i + 1);
+		del(g, (size_t)i);
+	}
+	emit(g, &op);
+}
+
+/* An operation on something in a read-only snapshot, of those ref and the
+ * kernel refuse alike (EROFS, or EEXIST for a name that exists). */
+static void gen_ro_probe(struct gen *g)
+{
+	long i = pick(g, &(struct filt){ .types = E_ANY, .nonroot = true, .maxlevel = -1,
+					 .zones = true, .subvols = true, .only_ro = true });
+	if (i < 0) {
+		gen_snapshot(g);
+		return;
+	}
+	const struct ent *e = &g->e[i];
+	struct wl_op op;
+	int r = (int)below(g, 5);
+	if (e->standin) {
+		op_init(&op, WL_RMDIR);
+		op.path = e->path;
+	} else if (e->type == E_DIR) {
+		static const enum wl_kind ks[] = { WL_MKDIR, WL_CREATE, WL_SYMLINK, WL_MKDIR,
+						   WL_CHMOD };
+		op_init(&op, ks[r]);
+		op.path = (char *)(r == 3 ? e->path : join(g, e->path, str(g, "n%u", (unsigned)below(g, 100))));
+		op.path2 = (char *)"target";
+		op.mode = r == 4 ? 0700 : r < 4 && r != 1 ? 0755 : 0644;
+	} else {
+		static const enum wl_kind ks[] = { WL_WRITE, WL_TRUNCATE, WL_SETXATTR, WL_UNLINK,
+						   WL_RENAME };
+		op_init(&op, ks[r]);
+		op.path = e->path;
+		op.len = 1 + below(g, 8 * KiB);
+		op.seed = 1 + below(g, 1000);
+		op.name = (char *)"user.a";
+		op.value = (uint8_t *)"v";
+		op.vlen = 1;
+		op.path2 = (char *)str(g, "%s.moved", e->path);
+	}
+	emit(g, &op);
+}
+
+static void gen_subvol_sync(struct gen *g)
+{
+	struct wl_op op;
+	op_init(&op, WL_SUBVOL_SYNC);
+	emit(g, &op);
+}
+
 /* ---- deliberately bad operations ----------------------------------------- */
 
 static const char *any_dir(struct gen *g)
@@ -755,7 +1043,7 @@ static const char *any_dir(struct gen *g)
 static void gen_bad(struct gen *g)
 {
 	struct wl_op op;
-	int what = (int)below(g, 12);
+	int what = (int)below(g, g->o->subvols ? 14 : 12);
 	switch (what) {
 	case 0: { /* "." or ".." as the last component */
 		const char *p = join(g, any_dir(g), chance(g, 50) ? "." : "..");
@@ -830,9 +1118,12 @@ static void gen_bad(struct gen *g)
 		while (j + n < g->n && within(g->e[j + n].path, g->e[j].path))
 			n++;
 		size_t k;
+		/* (with subvolumes: in its subvolume, no stand-in: ref gives EXDEV
+		 * or fails on the stand-in before Linux's EINVAL) */
 		do
 			k = j + (size_t)below(g, n);
-		while (g->e[k].type != E_DIR);
+		while (g->e[k].type != E_DIR ||
+		       (g->o->subvols && (g->e[k].svid != g->e[j].svid || g->e[k].standin)));
 		op.path = g->e[i].path;
 		op.path2 = (char *)join(g, g->e[k].path, str(g, "d%u", (unsigned)below(g, g->names)));
 		op.flags = chance(g, 20) ? WL_RENAME_NOREPLACE : 0;
@@ -904,6 +1195,39 @@ static void gen_bad(struct gen *g)
 		}
 		break;
 	}
+	case 12: { /* a snapshot of what is not a subvolume (EINVAL), or onto a name that exists */
+		op_init(&op, WL_SNAPSHOT);
+		long si = chance(g, 30) ? pick_subvol(g, true) : -1;
+		if (si >= 0) {
+			op.path = g->e[si].path;
+			op.path2 = (char *)pick_any(g);
+			break;
+		}
+		long i = pick_type(g, chance(g, 50) ? E_DIR : E_FILE, true);
+		op.path = i < 0 ? (char *)"/f0" : g->e[i].path;
+		/* a name that does not exist: ref looks DEST up before SRC */
+		op.path2 = (char *)join(g, pick_dir(g, true), str(g, "x%u", (unsigned)below(g, 1000)));
+		break;
+	}
+	case 13: { /* subvol-delete of a directory (EINVAL) or of a subvolume holding
+		    * one (ENOTEMPTY); subvol-create of a name that exists (EEXIST) */
+		int r = (int)below(g, 3);
+		long i = -1;
+		if (r == 1)
+			for (size_t j = 1; j < g->n && i < 0; j++)
+				if (g->e[j].subvol && !g->e[j].ro && holds_subvol(g, j))
+					i = (long)j;
+		op_init(&op, r == 2 ? WL_SUBVOL_CREATE : WL_SUBVOL_DELETE);
+		if (i < 0 && r < 2) {
+			i = pick_type(g, E_DIR, true);
+			op.path = i < 0 ? (char *)"/d0" : g->e[i].path;
+		} else if (i >= 0) {
+			op.path = g->e[i].path;
+		} else {
+			op.path = (char *)pick_any(g);
+		}
+		break;
+	}
 	default: /* xattr names out of range: ERANGE */
 		op_init(&op, WL_SETXATTR);
 		op.path = (char *)pick_any(g);
@@ -923,7 +1247,8 @@ static void gen_bad(struct gen *g)
 /* ---- the mix ----------------------------------------------------------- */
 
 enum gk { G_CREATE, G_MKDIR, G_WRITE, G_TRUNCATE, G_FALLOCATE, G_LINK, G_SYMLINK, G_RENAME,
-	  G_UNLINK, G_RMDIR, G_SETXATTR, G_REMOVEXATTR, G_CHMOD, G_CHOWN, G_UTIMES, G_SYNC, G_N };
+	  G_UNLINK, G_RMDIR, G_SETXATTR, G_REMOVEXATTR, G_CHMOD, G_CHOWN, G_UTIMES, G_SYNC,
+	  G_SUBVOL, G_SNAPSHOT, G_SVDELETE, G_SVSYNC, G_ROPROBE, G_N };
 
 /* Approximate weights (percent); G_SYNC: fsync, fdatasync and sync together. */
 static const unsigned weights[G_N] = {
@@ -931,10 +1256,14 @@ static const unsigned weights[G_N] = {
 	[G_FALLOCATE] = 5, [G_LINK] = 5,	 [G_SYMLINK] = 3,   [G_RENAME] = 7,
 	[G_UNLINK] = 7,	 [G_RMDIR] = 4,	 [G_SETXATTR] = 4,  [G_REMOVEXATTR] = 2,
 	[G_CHMOD] = 2,	 [G_CHOWN] = 1,	 [G_UTIMES] = 1,    [G_SYNC] = 2,
+	/* only with subvols */
+	[G_SUBVOL] = 2,	 [G_SNAPSHOT] = 2, [G_SVDELETE] = 1, [G_SVSYNC] = 1, [G_ROPROBE] = 1,
 };
 
 static unsigned weight(const struct gen *g, int k)
 {
+	if (k >= G_SUBVOL && !g->o->subvols)
+		return 0;
 	return k == G_SYNC && !g->o->syncs ? 0 : weights[k];
 }
 
@@ -967,6 +1296,11 @@ static void gen_one(struct gen *g)
 	case G_CHMOD: gen_attr(g, WL_CHMOD); break;
 	case G_CHOWN: gen_attr(g, WL_CHOWN); break;
 	case G_UTIMES: gen_attr(g, WL_UTIMES); break;
+	case G_SUBVOL: gen_subvol_create(g); break;
+	case G_SNAPSHOT: gen_snapshot(g); break;
+	case G_SVDELETE: gen_subvol_delete(g); break;
+	case G_SVSYNC: gen_subvol_sync(g); break;
+	case G_ROPROBE: gen_ro_probe(g); break;
 	default: gen_sync(g); break;
 	}
 }

@@ -12,6 +12,24 @@
  * Directories hold their entries sorted by name and the inode of their parent
  * (directories have one name, so ".." is well defined).
  *
+ * Subvolumes are separate trees: every inode belongs to one (sv, the inode
+ * number of that subvolume's root directory; the top level is ROOT).  A
+ * subvolume's root is a directory of kind SUBVOL whose sv is itself and whose
+ * parent is the directory holding its name, in another subvolume.  A
+ * snapshot copies every inode of the source subvolume as it is at that
+ * instant (the model's copy is deep, with new inode numbers; taken before
+ * DEST's own entry is added, so a snapshot inside its source does not hold
+ * itself), a subvolume nested in the source becoming an empty stand-in
+ * directory (kind STANDIN, the kernel's inode 2 made by new_simple_dir:
+ * 0755, the owner of the directory holding it, no xattrs; changes to it do
+ * not stick).  Linux's rules, as Linux 6.18 applies them on btrfs: links and
+ * renames of anything but a subvolume's root stay inside one subvolume
+ * (EXDEV); a subvolume's root moves anywhere, and nothing is renamed over
+ * one (ENOTEMPTY); a read-only subvolume refuses every change (EROFS); a
+ * stand-in takes no new names, xattrs or renames (EPERM, EACCES,
+ * EOPNOTSUPP, ENOTEMPTY), and rmdir removes it; rmdir of an empty subvolume
+ * deletes it; `subvol-delete` needs no other subvolume inside.
+ *
  * Paths are resolved as openat2(RESOLVE_IN_ROOT) resolves them in
  * wl_exec_host: ".." of the root is the root, an absolute symlink starts
  * again at the root, symlinks in the middle of a path are followed, a final
@@ -39,6 +57,9 @@
 #define MAX_FOLLOWS 40	   /* Linux's MAXSYMLINKS */
 #define KILLPRIV_XATTR "security.capability"
 
+/* Directory kinds (minode.kind). */
+enum { K_PLAIN, K_SUBVOL, K_STANDIN };
+
 /* Bytes [off, off + len) of the file are wl_content(seed, ...). */
 struct extent {
 	uint64_t off, len, seed;
@@ -61,6 +82,9 @@ struct minode {
 	uint32_t uid, gid;
 	uint32_t nlink;	      /* names (directories: 1) */
 	uint32_t parent;      /* directories: the directory holding it (the root: itself) */
+	uint32_t sv;	      /* the subvolume: the inode number of its root directory */
+	uint8_t kind;	      /* directories: K_PLAIN, K_SUBVOL (a subvolume's root), K_STANDIN */
+	bool ro;	      /* K_SUBVOL: a read-only subvolume */
 	uint64_t size;	      /* regular files */
 	struct extent *ext;   /* regular files: sorted, disjoint, inside [0, size) */
 	size_t next, extcap;
@@ -129,6 +153,9 @@ static struct minode *inode_copy(const struct minode *n)
 		return NULL;
 	c->nlink = n->nlink;
 	c->parent = n->parent;
+	c->sv = n->sv;
+	c->kind = n->kind;
+	c->ro = n->ro;
 	c->size = n->size;
 	const unsigned char *sha = atomic_load_explicit(&((struct minode *)n)->sha,
 							memory_order_acquire);
@@ -542,6 +569,8 @@ struct model *model_new(void)
 		return NULL;
 	}
 	m->ino[ROOT]->parent = ROOT;
+	m->ino[ROOT]->sv = ROOT;
+	m->ino[ROOT]->kind = K_SUBVOL; /* the top level, subvolume 5 */
 	return m;
 }
 
@@ -762,6 +791,46 @@ static void killpriv(struct minode *n)
 	xattr_del(n, KILLPRIV_XATTR);
 }
 
+/* Whether inode i is in a read-only subvolume (a change gives EROFS). */
+static bool in_ro(const struct model *m, uint32_t i)
+{
+	return m->ino[m->ino[i]->sv]->ro;
+}
+
+/* Why directory d takes no new name (a read-only subvolume: EROFS; a
+ * stand-in, which has no directory operations: EPERM, EACCES), or NULL. */
+static const char *no_new_names(const struct model *m, uint32_t d)
+{
+	if (m->ino[d]->kind == K_STANDIN)
+		return "the directory is a snapshot's stand-in for a subvolume (Linux: EPERM)";
+	if (in_ro(m, d))
+		return "the directory is in a read-only subvolume (Linux: EROFS)";
+	return NULL;
+}
+
+/* Drops every inode of subvolume id, its root included (its name is gone). */
+static void drop_subvol(struct model *m, uint32_t id)
+{
+	for (uint32_t i = 0; i < m->cap; i++)
+		if (i != id && m->ino[i] && m->ino[i]->sv == id)
+			ino_drop(m, i);
+	ino_drop(m, id);
+}
+
+/* Whether subvolume id holds another subvolume (a ROOT_REF: ENOTEMPTY). */
+static bool holds_subvols(const struct model *m, uint32_t id)
+{
+	for (uint32_t i = 0; i < m->cap; i++) {
+		const struct minode *d = m->ino[i];
+		if (!d || d->sv != id || !S_ISDIR(d->mode))
+			continue;
+		for (size_t k = 0; k < d->nents; k++)
+			if (m->ino[d->ents[k].ino]->kind == K_SUBVOL)
+				return true;
+	}
+	return false;
+}
+
 /* mkdir, create, symlink: a new object named by op->path. */
 static int make(struct model *m, const struct wl_op *op, char *err, size_t errlen)
 {
@@ -773,20 +842,29 @@ static int make(struct model *m, const struct wl_op *op, char *err, size_t errle
 	if (r > 0)
 		return disagree(err, errlen, op, "%s", why.text);
 	uint32_t old;
+	const char *why_not = no_new_names(m, nm.dir);
 	if (dir_lookup(m->ino[nm.dir], nm.last, &old)) {
 		r = disagree(err, errlen, op, "\"%s\" exists in the model", nm.last);
 		goto out;
 	}
-	if (nm.slash && op->kind != WL_MKDIR) {
+	if (nm.slash && op->kind != WL_MKDIR && op->kind != WL_SUBVOL_CREATE) {
 		r = disagree(err, errlen, op, "Linux refuses a trailing slash here");
 		goto out;
 	}
+	if (why_not) {
+		r = disagree(err, errlen, op, "%s", why_not);
+		goto out;
+	}
 	const struct minode *parent = m->ino[nm.dir];
-	uint32_t mode = op->kind == WL_MKDIR ? S_IFDIR | (op->mode & (0777 | S_ISVTX))
+	bool subvol = op->kind == WL_SUBVOL_CREATE;
+	/* A subvolume's root: 0777 less the umask (022, as the host runner
+	 * gives it), root's, no set-gid inheritance (btrfs_new_subvol_inode). */
+	uint32_t mode = subvol ? S_IFDIR | 0755
+		      : op->kind == WL_MKDIR ? S_IFDIR | (op->mode & (0777 | S_ISVTX))
 		      : op->kind == WL_CREATE ? S_IFREG | (op->mode & 07777)
 					      : S_IFLNK | 0777;
 	uint32_t gid = m->gid;
-	if (parent->mode & S_ISGID) { /* inode_init_owner */
+	if ((parent->mode & S_ISGID) && !subvol) { /* inode_init_owner */
 		gid = parent->gid;
 		if (S_ISDIR(mode))
 			mode |= S_ISGID;
@@ -797,6 +875,8 @@ static int make(struct model *m, const struct wl_op *op, char *err, size_t errle
 	if (ino_free_slot(m, &ino) || !(n = inode_new(mode, m->uid, gid)))
 		goto out;
 	n->parent = nm.dir;
+	n->sv = subvol ? ino : parent->sv;
+	n->kind = subvol ? K_SUBVOL : K_PLAIN;
 	if (op->kind == WL_SYMLINK && !(n->target = strdup(op->path2))) {
 		inode_destroy(n);
 		goto out;
@@ -826,6 +906,8 @@ static int file_of(struct model *m, const struct wl_op *op, uint32_t *ino, char 
 		return disagree(err, errlen, op, "%s", why.text);
 	if (!S_ISREG(m->ino[*ino]->mode))
 		return disagree(err, errlen, op, "not a regular file in the model");
+	if (in_ro(m, *ino))
+		return disagree(err, errlen, op, "in a read-only subvolume (Linux: EROFS)");
 	return 0;
 }
 
@@ -911,10 +993,15 @@ static int do_link(struct model *m, const struct wl_op *op, char *err, size_t er
 	if (r > 0)
 		return disagree(err, errlen, op, "NEW: %s", why.text);
 	uint32_t x;
+	const char *why_not = no_new_names(m, nm.dir);
 	if (dir_lookup(m->ino[nm.dir], nm.last, &x)) {
 		r = disagree(err, errlen, op, "NEW \"%s\" exists in the model", nm.last);
 	} else if (nm.slash) {
 		r = disagree(err, errlen, op, "Linux refuses a trailing slash on NEW");
+	} else if (why_not) {
+		r = disagree(err, errlen, op, "NEW: %s", why_not);
+	} else if (m->ino[old]->sv != m->ino[nm.dir]->sv) {
+		r = disagree(err, errlen, op, "a link across subvolumes (Linux: EXDEV)");
 	} else {
 		struct minode *d = mut(m, nm.dir), *n;
 		r = -ENOMEM;
@@ -958,16 +1045,48 @@ static int do_remove(struct model *m, const struct wl_op *op, char *err, size_t 
 		r = disagree(err, errlen, op, "not empty in the model (%zu entries)", n->nents);
 		goto out;
 	}
+	if (in_ro(m, nm.dir)) {
+		r = disagree(err, errlen, op, "the directory is in a read-only subvolume (Linux: EROFS)");
+		goto out;
+	}
 	struct minode *d = mut(m, nm.dir);
 	if (!d) {
 		r = -ENOMEM;
 		goto out;
 	}
 	dir_del(d, nm.last);
+	/* rmdir of an empty subvolume deletes it (btrfs_rmdir, Linux 4.18 on) */
 	r = drop_name(m, i);
 out:
 	free(nm.last);
 	return r;
+}
+
+/* Why Linux would refuse this rename for subvolumes' sake (btrfs_rename,
+ * btrfs_rename_exchange, btrfs_permission), or NULL.  ni: the inode NEW
+ * names, NULL when it names none.  (oi == *ni does nothing and is let be.) */
+static const char *subvol_rename_problem(const struct model *m, const struct wl_op *op,
+					 const struct name *o, const struct name *n, uint32_t oi,
+					 const uint32_t *ni)
+{
+	bool exchange = op->flags & WL_RENAME_EXCHANGE;
+	if (ni && *ni == oi)
+		return NULL;
+	if (in_ro(m, o->dir) || in_ro(m, n->dir))
+		return "a directory in a read-only subvolume (Linux: EROFS)";
+	if (m->ino[n->dir]->kind == K_STANDIN)
+		return "NEW's directory is a snapshot's stand-in for a subvolume (Linux: EPERM)";
+	if (m->ino[oi]->kind == K_STANDIN || (ni && exchange && m->ino[*ni]->kind == K_STANDIN))
+		return "a snapshot's stand-in for a subvolume moves (Linux: ENOTEMPTY; an exchange "
+		       "aborts the transaction in Linux 6.18)";
+	if (ni && !exchange && m->ino[*ni]->kind == K_SUBVOL)
+		return "NEW is a subvolume (Linux: ENOTEMPTY)";
+	if (m->ino[o->dir]->sv != m->ino[n->dir]->sv) {
+		bool osub = m->ino[oi]->kind == K_SUBVOL;
+		if (exchange ? !(osub && m->ino[*ni]->kind == K_SUBVOL) : !osub)
+			return "a rename across subvolumes of what is not a subvolume (Linux: EXDEV)";
+	}
+	return NULL;
 }
 
 static int do_rename(struct model *m, const struct wl_op *op, char *err, size_t errlen)
@@ -994,6 +1113,11 @@ static int do_rename(struct model *m, const struct wl_op *op, char *err, size_t 
 	bool odir = S_ISDIR(m->ino[oi]->mode), ndir = exists && S_ISDIR(m->ino[ni]->mode);
 	if ((o.slash || n.slash) && !odir) {
 		r = disagree(err, errlen, op, "a trailing slash on a non-directory");
+		goto out;
+	}
+	const char *why_sv = subvol_rename_problem(m, op, &o, &n, oi, exists ? &ni : NULL);
+	if (why_sv) {
+		r = disagree(err, errlen, op, "%s", why_sv);
 		goto out;
 	}
 	if (op->flags & WL_RENAME_EXCHANGE) {
@@ -1105,10 +1229,23 @@ static int do_attr(struct model *m, const struct wl_op *op, char *err, size_t er
 	case WL_REMOVEXATTR:
 	case WL_CHMOD:
 	case WL_CHOWN:
+	case WL_UTIMES:
 		break;
 	default:
-		return 0; /* utimes, fsync, fdatasync: nothing the description shows */
+		return 0; /* fsync, fdatasync: nothing the description shows */
 	}
+	if (in_ro(m, i))
+		return disagree(err, errlen, op, "in a read-only subvolume (Linux: EROFS)");
+	if (m->ino[i]->kind == K_STANDIN) {
+		/* No xattr handlers; an attribute change stays in the in-memory
+		 * inode, which the next lookup makes anew. */
+		if (op->kind == WL_SETXATTR || op->kind == WL_REMOVEXATTR)
+			return disagree(err, errlen, op,
+					"a snapshot's stand-in has no xattrs (Linux: EOPNOTSUPP)");
+		return 0;
+	}
+	if (op->kind == WL_UTIMES)
+		return 0; /* nothing the description shows */
 	if (op->kind == WL_REMOVEXATTR && !xattr_find(m->ino[i], op->name, &at))
 		return disagree(err, errlen, op, "no xattr \"%s\" in the model", op->name);
 	struct minode *n = mut(m, i);
@@ -1138,6 +1275,140 @@ static int do_attr(struct model *m, const struct wl_op *op, char *err, size_t er
 	}
 }
 
+/* ---- Subvolumes ------------------------------------------------------------ */
+
+/* A new inode: a stand-in for a subvolume nested in a snapshot's source,
+ * as the kernel's new_simple_dir shows it; in subvolume sv, below parent. */
+static int add_standin(struct model *m, uint32_t sv, uint32_t parent, uint32_t *out)
+{
+	uint32_t i;
+	struct minode *n;
+	if (ino_free_slot(m, &i) || !(n = inode_new(S_IFDIR | 0755, 0, 0)))
+		return -ENOMEM;
+	n->kind = K_STANDIN;
+	n->sv = sv;
+	n->parent = parent;
+	m->ino[i] = n;
+	*out = i;
+	return 0;
+}
+
+/* snapshot SRC DEST [ro]: every inode of SRC's subvolume copied as it is now
+ * (hard links kept), nested subvolumes as stand-ins, the copy named DEST. */
+static int do_snapshot(struct model *m, const struct wl_op *op, char *err, size_t errlen)
+{
+	struct why why;
+	uint32_t src;
+	int r = resolve(m, op->path, true, &src, &why);
+	if (r < 0)
+		return r;
+	if (r > 0)
+		return disagree(err, errlen, op, "SRC: %s", why.text);
+	if (m->ino[src]->kind != K_SUBVOL)
+		return disagree(err, errlen, op, "SRC is not a subvolume in the model (Linux: EINVAL)");
+	struct name nm;
+	if ((r = split(m, op->path2, &nm, &why)) < 0)
+		return r;
+	if (r > 0)
+		return disagree(err, errlen, op, "DEST: %s", why.text);
+	uint32_t x;
+	const char *why_not = no_new_names(m, nm.dir);
+	if (dir_lookup(m->ino[nm.dir], nm.last, &x)) {
+		r = disagree(err, errlen, op, "DEST \"%s\" exists in the model", nm.last);
+		goto out;
+	}
+	if (why_not) {
+		r = disagree(err, errlen, op, "DEST: %s", why_not);
+		goto out;
+	}
+	/* The inodes of the subvolume (old numbers below cap0). */
+	uint32_t cap0 = m->cap, nold = 0;
+	uint32_t *map = malloc(cap0 * sizeof(*map)), *old = malloc(cap0 * sizeof(*old));
+	r = -ENOMEM;
+	if (!map || !old)
+		goto done;
+	for (uint32_t i = 0; i < cap0; i++)
+		map[i] = UINT32_MAX;
+	for (uint32_t i = 0; i < cap0; i++)
+		if (m->ino[i] && m->ino[i]->sv == src)
+			old[nold++] = i;
+	/* Copies with new numbers, then their entries and parents renumbered. */
+	for (uint32_t k = 0; k < nold; k++) {
+		uint32_t i;
+		struct minode *c;
+		if (ino_free_slot(m, &i) || !(c = inode_copy(m->ino[old[k]])))
+			goto done;
+		m->ino[i] = c;
+		map[old[k]] = i;
+	}
+	uint32_t root = map[src];
+	for (uint32_t k = 0; k < nold; k++) {
+		struct minode *c = m->ino[map[old[k]]];
+		c->sv = root;
+		if (!S_ISDIR(c->mode))
+			continue;
+		c->parent = old[k] == src ? nm.dir : map[c->parent];
+		for (size_t e = 0; e < c->nents; e++) {
+			uint32_t t = c->ents[e].ino;
+			if (t < cap0 && map[t] != UINT32_MAX) {
+				c->ents[e].ino = map[t];
+			} else { /* a nested subvolume's root */
+				uint32_t s;
+				if (add_standin(m, root, map[old[k]], &s))
+					goto done;
+				c = m->ino[map[old[k]]]; /* the table may have moved */
+				c->ents[e].ino = s;
+			}
+		}
+	}
+	struct minode *rn = m->ino[root];
+	rn->kind = K_SUBVOL;
+	rn->ro = op->flags & WL_SNAP_RDONLY;
+	struct minode *d = mut(m, nm.dir);
+	if (!d || dir_add(d, nm.last, root))
+		goto done;
+	r = 0;
+done:
+	free(map);
+	free(old);
+out:
+	free(nm.last);
+	return r;
+}
+
+/* subvol-delete PATH: the subvolume goes from the namespace with everything
+ * in it (the cleaner frees its blocks later: nothing the description shows). */
+static int do_subvol_delete(struct model *m, const struct wl_op *op, char *err, size_t errlen)
+{
+	struct why why;
+	struct name nm;
+	int r = split(m, op->path, &nm, &why);
+	if (r < 0)
+		return r;
+	if (r > 0)
+		return disagree(err, errlen, op, "%s", why.text);
+	uint32_t i;
+	if (!dir_lookup(m->ino[nm.dir], nm.last, &i)) {
+		r = disagree(err, errlen, op, "no entry \"%s\" in the model", nm.last);
+	} else if (m->ino[i]->kind != K_SUBVOL) {
+		r = disagree(err, errlen, op, "not a subvolume in the model (Linux: EINVAL, ENOTDIR)");
+	} else if (in_ro(m, nm.dir)) {
+		r = disagree(err, errlen, op, "the directory is in a read-only subvolume (Linux: EROFS)");
+	} else if (holds_subvols(m, i)) {
+		r = disagree(err, errlen, op, "it holds other subvolumes in the model (Linux: ENOTEMPTY)");
+	} else {
+		struct minode *d = mut(m, nm.dir);
+		if (!d) {
+			r = -ENOMEM;
+		} else {
+			dir_del(d, nm.last);
+			drop_subvol(m, i);
+		}
+	}
+	free(nm.last);
+	return r;
+}
+
 int model_apply(struct model *m, const struct wl_op *op, int result, char *err, size_t errlen)
 {
 	if (errlen)
@@ -1145,7 +1416,8 @@ int model_apply(struct model *m, const struct wl_op *op, int result, char *err, 
 	if (result != 0)
 		return 0; /* a failed op changes nothing */
 	if (op->kind != WL_SYNC && op->kind != WL_MARK && op->kind != WL_CRASH &&
-	    (unsigned)op->kind < WL_NKINDS && (!op->path || op->path[0] != '/'))
+	    op->kind != WL_SUBVOL_SYNC && (unsigned)op->kind < WL_NKINDS &&
+	    (!op->path || op->path[0] != '/'))
 		return disagree(err, errlen, op, "no absolute path");
 	switch (op->kind) {
 	case WL_MKDIR:
@@ -1184,9 +1456,18 @@ int model_apply(struct model *m, const struct wl_op *op, int result, char *err, 
 	case WL_FSYNC:
 	case WL_FDATASYNC:
 		return do_attr(m, op, err, errlen);
+	case WL_SUBVOL_CREATE:
+		return make(m, op, err, errlen);
+	case WL_SNAPSHOT:
+		if (!op->path2 || op->path2[0] != '/')
+			return disagree(err, errlen, op, "no absolute DEST");
+		return do_snapshot(m, op, err, errlen);
+	case WL_SUBVOL_DELETE:
+		return do_subvol_delete(m, op, err, errlen);
 	case WL_SYNC:
 	case WL_MARK:
 	case WL_CRASH:
+	case WL_SUBVOL_SYNC:
 		return 0;
 	default:
 		return disagree(err, errlen, op, "unknown operation %d", (int)op->kind);
@@ -1207,6 +1488,10 @@ static int add_object(struct walk *w, const char *path, uint32_t ino)
 	const struct minode *n = w->m->ino[ino];
 	struct mf_object o = { .path = path, .mode = n->mode, .uid = n->uid, .gid = n->gid,
 			       .nlink = n->nlink, .size = n->size, .xattrs = &w->xs };
+	if (n->kind == K_STANDIN) { /* new_simple_dir: the parent directory's owner */
+		o.uid = w->m->ino[n->parent]->uid;
+		o.gid = w->m->ino[n->parent]->gid;
+	}
 	if (S_ISDIR(n->mode)) { /* btrfs: one link, twice the length of the names */
 		o.size = 0;
 		for (size_t i = 0; i < n->nents; i++)
@@ -1264,5 +1549,91 @@ char *model_describe(const struct model *m)
 	mf_xattrs_clear(&w.xs);
 	free(w.xs.x);
 	mf_free(&w.mf);
+	return out;
+}
+
+/* ---- The subvolumes -------------------------------------------------------- */
+
+struct lines {
+	char **v;
+	size_t n, cap;
+	bool oom;
+};
+
+static void lines_add(struct lines *l, char *s)
+{
+	if (!s || l->oom) {
+		free(s);
+		l->oom = true;
+		return;
+	}
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 16;
+		char **v = realloc(l->v, cap * sizeof(*v));
+		if (!v) {
+			free(s);
+			l->oom = true;
+			return;
+		}
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n++] = s;
+}
+
+static void subvols_dir(const struct model *m, struct lines *l, const char *path, uint32_t ino)
+{
+	const struct minode *d = m->ino[ino];
+	for (size_t i = 0; i < d->nents && !l->oom; i++) {
+		char *sub = mf_path_join(path, d->ents[i].name, strlen(d->ents[i].name));
+		if (!sub) {
+			l->oom = true;
+			return;
+		}
+		const struct minode *c = m->ino[d->ents[i].ino];
+		char *line = NULL;
+		if (c->kind == K_SUBVOL && asprintf(&line, "%s subvol %s\n", sub, c->ro ? "ro" : "rw") < 0)
+			l->oom = true;
+		else if (c->kind == K_STANDIN && asprintf(&line, "%s stand-in\n", sub) < 0)
+			l->oom = true;
+		else if (line)
+			lines_add(l, line);
+		if (S_ISDIR(c->mode) && c->kind != K_STANDIN)
+			subvols_dir(m, l, sub, d->ents[i].ino);
+		free(sub);
+	}
+}
+
+static int cmp_line(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+char *model_lines_join(char **v, size_t n)
+{
+	if (n > 1)
+		qsort(v, n, sizeof(*v), cmp_line);
+	size_t len = 1;
+	for (size_t i = 0; i < n; i++)
+		len += strlen(v[i]);
+	char *out = malloc(len), *p = out;
+	for (size_t i = 0; out && i < n; i++) {
+		size_t k = strlen(v[i]);
+		memcpy(p, v[i], k);
+		p += k;
+	}
+	if (out)
+		*p = 0;
+	return out;
+}
+
+char *model_describe_subvols(const struct model *m)
+{
+	struct lines l = { 0 };
+	subvols_dir(m, &l, "/", ROOT);
+	char *out = l.oom ? NULL : model_lines_join(l.v, l.n);
+	for (size_t i = 0; i < l.n; i++)
+		free(l.v[i]);
+	free(l.v);
 	return out;
 }

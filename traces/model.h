@@ -73,4 +73,21 @@ int model_apply(struct model *m, const struct wl_op *op, int result, char *err, 
  */
 char *model_describe(const struct model *m);
 
+/*
+ * What the description above cannot show: which directories are the roots
+ * of subvolumes, and which are a snapshot's stand-ins for the subvolumes
+ * nested in its source (the kernel's inode 2).  One line each,
+ *   PATH subvol rw|ro     PATH stand-in
+ * (PATH escaped as in the description; the top level is not listed), sorted
+ * bytewise, each ending in '\n'; "" when there is none.  The crash oracle
+ * compares it with what the recovered file system shows (explore_judge.c).
+ * A malloc'd text, or NULL when out of memory.
+ */
+char *model_describe_subvols(const struct model *m);
+
+/* Sorts n lines (each ending in '\n') bytewise and joins them into one
+ * malloc'd text (NULL when out of memory); the lines stay the caller's.  The
+ * order of model_describe_subvols, for whoever builds the other side. */
+char *model_lines_join(char **v, size_t n);
+
 #endif

@@ -75,6 +75,9 @@ struct wl_gen_opts {
 	uint64_t max_len;    /* and are at most this long (default 1 MiB) */
 	unsigned bad_percent;/* share of deliberately bad operations (default 5) */
 	bool syncs;          /* include fsync, fdatasync and sync (default true) */
+	bool subvols;        /* include subvol-create, snapshot, subvol-delete and
+			      * subvol-sync, and ops in read-only snapshots (default
+			      * false: the mix of the other ops is then as it was) */
 };
 /* Fills opts with the defaults (seed and ops left as they are). */
 void wl_gen_defaults(struct wl_gen_opts *o);

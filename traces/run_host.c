@@ -16,21 +16,27 @@
  *  - the few checks the kernel makes before looking a path up (a path of
  *    PATH_MAX bytes or more, an xattr name or value out of range, a negative
  *    truncate size, utimes with both times omitted, a write whose end passes
- *    2^63 - 1) are made first too.
+ *    2^63 - 1) are made first too;
+ *  - subvolume operations are btrfs's ioctls on the parent directory, as
+ *    btrfs-progs makes them (see do_subvol).
  */
 #include "traces/run.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/btrfs.h>
+#include <linux/btrfs_tree.h>
 #include <linux/openat2.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 _Static_assert(WL_FALLOC_KEEP_SIZE == FALLOC_FL_KEEP_SIZE, "WL_FALLOC_* are FALLOC_FL_*");
@@ -38,6 +44,7 @@ _Static_assert(WL_FALLOC_PUNCH_HOLE == FALLOC_FL_PUNCH_HOLE, "WL_FALLOC_* are FA
 _Static_assert(WL_RENAME_NOREPLACE == RENAME_NOREPLACE, "WL_RENAME_* are RENAME_*");
 _Static_assert(WL_RENAME_EXCHANGE == RENAME_EXCHANGE, "WL_RENAME_* are RENAME_*");
 _Static_assert(WL_UTIME_OMIT == UTIME_OMIT, "WL_UTIME_OMIT is UTIME_OMIT");
+_Static_assert(WL_SNAP_RDONLY << 1 == BTRFS_SUBVOL_RDONLY, "snapshot ro is BTRFS_SUBVOL_RDONLY");
 
 /* A write's data is generated and written this much at a time. */
 #define WRITE_CHUNK ((size_t)1 << 20)
@@ -358,6 +365,199 @@ static int do_rename(const struct wl_host *h, const struct wl_op *op, char *err,
 	return r;
 }
 
+/* ---- Subvolumes: btrfs's ioctls, as btrfs-progs makes them ---- */
+
+/* How long subvol-sync waits for the cleaner before it gives up. */
+#define SUBVOL_SYNC_TIMEOUT_S 300
+
+/* The parent of path opened for an ioctl (O_RDONLY: an O_PATH fd takes no
+ * ioctl) and the last component with its trailing slashes stripped, as
+ * btrfs-progs's basename; name is NULL when the path is "/".  0 or the
+ * negative errno of the resolution. */
+static int subvol_parent(const struct wl_host *h, const char *path, int *dirfd,
+			 char name[BTRFS_SUBVOL_NAME_MAX + 1], bool *root, const char *which,
+			 char *err, size_t errlen)
+{
+	struct at a;
+	int r;
+	*dirfd = -1;
+	*root = false;
+	if ((r = at_open(h, path, &a, which, err, errlen)))
+		return r;
+	if (!a.last) {
+		*root = true;
+		return 0;
+	}
+	size_t n = strcspn(a.last, "/");
+	if (n > BTRFS_SUBVOL_NAME_MAX) { /* btrfs-progs: "name too long" */
+		at_close(&a);
+		return fail(err, errlen, "subvolume name (over 4039 bytes)", -ENAMETOOLONG);
+	}
+	memcpy(name, a.last, n);
+	name[n] = 0;
+	/* Reopen the parent readable: ioctls refuse O_PATH descriptors. */
+	int fd = openat(a.dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	r = fd < 0 ? fail(err, errlen, "openat (parent)", -errno) : 0;
+	at_close(&a);
+	*dirfd = fd;
+	return r;
+}
+
+/* subvol-create PATH: BTRFS_IOC_SUBVOL_CREATE_V2 on the parent.  The new
+ * root directory's mode is 0777 less the umask (btrfs_new_subvol_inode):
+ * the umask is 022 around the ioctl, as `btrfs subvolume create` in a shell,
+ * so that it is 0755 (wl_host_open's umask of 0 would make it 0777). */
+static int do_subvol_create(const struct wl_host *h, const struct wl_op *op, char *err,
+			    size_t errlen)
+{
+	struct btrfs_ioctl_vol_args_v2 args;
+	memset(&args, 0, sizeof(args));
+	int dirfd, r;
+	bool root;
+	if ((r = check_len(op->path, err, errlen)) ||
+	    (r = subvol_parent(h, op->path, &dirfd, args.name, &root, "PATH", err, errlen)))
+		return r;
+	if (root)
+		return on_root("BTRFS_IOC_SUBVOL_CREATE_V2", EEXIST, err, errlen);
+	mode_t old = umask(022);
+	r = ioctl(dirfd, BTRFS_IOC_SUBVOL_CREATE_V2, &args);
+	r = r < 0 ? -errno : 0;
+	umask(old);
+	close(dirfd);
+	return r ? fail(err, errlen, "BTRFS_IOC_SUBVOL_CREATE_V2", r) : 0;
+}
+
+/* snapshot SRC DEST [ro]: SRC opened first (following symlinks), then DEST's
+ * parent, as `btrfs subvolume snapshot` does; BTRFS_IOC_SNAP_CREATE_V2 on the
+ * parent with SRC's fd (BTRFS_SUBVOL_RDONLY for ro). */
+static int do_snapshot(const struct wl_host *h, const struct wl_op *op, char *err, size_t errlen)
+{
+	struct btrfs_ioctl_vol_args_v2 args;
+	memset(&args, 0, sizeof(args));
+	int r;
+	if ((r = check_len(op->path, err, errlen)) || (r = check_len(op->path2, err, errlen)))
+		return r;
+	int src = resolve(h->rootfd, op->path, O_RDONLY, 0);
+	if (src < 0)
+		return fail(err, errlen, "openat2 (SRC)", src);
+	int dirfd;
+	bool root;
+	if ((r = subvol_parent(h, op->path2, &dirfd, args.name, &root, "DEST", err, errlen))) {
+		close(src);
+		return r;
+	}
+	if (root) {
+		close(src);
+		return on_root("BTRFS_IOC_SNAP_CREATE_V2", EEXIST, err, errlen);
+	}
+	args.fd = src;
+	args.flags = op->flags & WL_SNAP_RDONLY ? BTRFS_SUBVOL_RDONLY : 0;
+	r = ioctl(dirfd, BTRFS_IOC_SNAP_CREATE_V2, &args) < 0 ? -errno : 0;
+	close(dirfd);
+	close(src);
+	return r ? fail(err, errlen, "BTRFS_IOC_SNAP_CREATE_V2", r) : 0;
+}
+
+/* subvol-delete PATH: BTRFS_IOC_SNAP_DESTROY_V2 on the parent with the last
+ * component (not followed: a symlink is not a subvolume).  "/" is the top
+ * level, which cannot be deleted: EPERM without an ioctl (the host directory
+ * is not the file system's top level). */
+static int do_subvol_delete(const struct wl_host *h, const struct wl_op *op, char *err,
+			    size_t errlen)
+{
+	struct btrfs_ioctl_vol_args_v2 args;
+	memset(&args, 0, sizeof(args));
+	int dirfd, r;
+	bool root;
+	if ((r = check_len(op->path, err, errlen)) ||
+	    (r = subvol_parent(h, op->path, &dirfd, args.name, &root, "PATH", err, errlen)))
+		return r;
+	if (root)
+		return on_root("BTRFS_IOC_SNAP_DESTROY_V2", EPERM, err, errlen);
+	r = ioctl(dirfd, BTRFS_IOC_SNAP_DESTROY_V2, &args) < 0 ? -errno : 0;
+	close(dirfd);
+	return r ? fail(err, errlen, "BTRFS_IOC_SNAP_DESTROY_V2", r) : 0;
+}
+
+/* Items of the root tree (tree 1) with objectid in [lo, hi] and type t:
+ * how many BTRFS_IOC_TREE_SEARCH finds (at most its buffer's worth), the
+ * offsets of the first ones in off[]; or the negative errno. */
+static int root_tree_items(int fd, uint64_t lo, uint64_t hi, uint32_t t, uint64_t *off,
+			   size_t maxoff)
+{
+	struct btrfs_ioctl_search_args sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.key.tree_id = BTRFS_ROOT_TREE_OBJECTID;
+	sa.key.min_objectid = lo;
+	sa.key.max_objectid = hi;
+	sa.key.min_type = sa.key.max_type = t;
+	sa.key.max_offset = UINT64_MAX;
+	sa.key.max_transid = UINT64_MAX;
+	sa.key.nr_items = 4096;
+	if (ioctl(fd, BTRFS_IOC_TREE_SEARCH, &sa) < 0)
+		return -errno;
+	size_t pos = 0, n = 0;
+	for (uint32_t i = 0; i < sa.key.nr_items; i++) {
+		struct btrfs_ioctl_search_header sh;
+		if (pos + sizeof(sh) > sizeof(sa.buf))
+			break;
+		memcpy(&sh, sa.buf + pos, sizeof(sh));
+		pos += sizeof(sh) + sh.len;
+		if (sh.type != t || sh.objectid < lo || sh.objectid > hi)
+			continue;
+		if (n < maxoff)
+			off[n] = sh.offset;
+		n++;
+	}
+	return (int)n;
+}
+
+/* subvol-sync: what `btrfs subvolume sync` does - the deleted subvolumes
+ * are those with an orphan item in the root tree; wait until the ROOT_ITEM
+ * of each is gone.  BTRFS_IOC_SYNC between the polls wakes the cleaner
+ * (which otherwise waits for the next periodic commit, 30 s).  On a file
+ * system other than btrfs the search's errno (ENOTTY). */
+static int do_subvol_sync(const struct wl_host *h, char *err, size_t errlen)
+{
+	int fd = openat(h->rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return fail(err, errlen, "openat (root)", -errno);
+	uint64_t ids[512];
+	int r = root_tree_items(fd, BTRFS_ORPHAN_OBJECTID, BTRFS_ORPHAN_OBJECTID,
+				BTRFS_ORPHAN_ITEM_KEY, ids, 512);
+	if (r < 0) {
+		close(fd);
+		return fail(err, errlen, "BTRFS_IOC_TREE_SEARCH (deleted subvolumes)", r);
+	}
+	size_t n = (size_t)r < 512 ? (size_t)r : 512;
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (size_t i = 0; i < n;) {
+		int left = root_tree_items(fd, ids[i], ids[i], BTRFS_ROOT_ITEM_KEY, NULL, 0);
+		if (left < 0) {
+			close(fd);
+			return fail(err, errlen, "BTRFS_IOC_TREE_SEARCH (a root item)", left);
+		}
+		if (left == 0) {
+			i++;
+			continue;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec - t0.tv_sec > SUBVOL_SYNC_TIMEOUT_S) {
+			close(fd);
+			return fail(err, errlen, "waiting for the cleaner", -ETIMEDOUT);
+		}
+		if (ioctl(fd, BTRFS_IOC_SYNC, NULL) < 0) {
+			r = -errno;
+			close(fd);
+			return fail(err, errlen, "BTRFS_IOC_SYNC", r);
+		}
+		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+	}
+	close(fd);
+	return 0;
+}
+
 int wl_exec_host(void *host, const struct wl_op *op, char *err, size_t errlen)
 {
 	const struct wl_host *h = host;
@@ -425,6 +625,14 @@ int wl_exec_host(void *host, const struct wl_op *op, char *err, size_t errlen)
 		close(fd);
 		return r;
 	}
+	case WL_SUBVOL_CREATE:
+		return do_subvol_create(h, op, err, errlen);
+	case WL_SNAPSHOT:
+		return do_snapshot(h, op, err, errlen);
+	case WL_SUBVOL_DELETE:
+		return do_subvol_delete(h, op, err, errlen);
+	case WL_SUBVOL_SYNC:
+		return do_subvol_sync(h, err, errlen);
 	case WL_MARK:
 		return 0;
 	case WL_CRASH:

@@ -1,6 +1,7 @@
 /*
  * run_ref.c - the ref target: each workload operation as the matching call
- * of ref/vfs.h on a mounted reference Btrfs.
+ * of ref/vfs.h on a mounted reference Btrfs (subvolume operations as
+ * ref_subvol_create, ref_snapshot, ref_subvol_delete, ref_subvol_sync).
  */
 #include "traces/run.h"
 #include "ref/vfs.h"
@@ -58,6 +59,12 @@ int wl_exec_ref(void *target, const struct wl_op *op, char *err, size_t errlen)
 	case WL_FSYNC: r = ref_fsync(fs, op->path); break;
 	case WL_FDATASYNC: r = ref_fdatasync(fs, op->path); break;
 	case WL_SYNC: r = ref_sync(fs); break;
+	case WL_SUBVOL_CREATE: r = ref_subvol_create(fs, op->path, NULL); break;
+	case WL_SNAPSHOT:
+		r = ref_snapshot(fs, op->path, op->path2, op->flags & WL_SNAP_RDONLY, NULL);
+		break;
+	case WL_SUBVOL_DELETE: r = ref_subvol_delete(fs, op->path); break;
+	case WL_SUBVOL_SYNC: r = ref_subvol_sync(fs); break;
 	default:
 		snprintf(err, errlen, "operation %d is the runner's, not the file system's", op->kind);
 		return -EINVAL;

@@ -29,6 +29,7 @@ enum wl_arg {
 	WA_ATIME,  /* SECONDS[.NANOS] or omit -> atime */
 	WA_MTIME,  /* SECONDS[.NANOS] or omit -> mtime */
 	WA_MARK,   /* [A-Za-z0-9_.-]+ -> name */
+	WA_SNAP,   /* ro -> flags (WL_SNAP_RDONLY) */
 };
 
 #define WL_MAX_ARGS 4

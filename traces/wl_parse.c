@@ -248,6 +248,8 @@ static int parse_arg(struct parser *p, struct wl_op *op, const struct wl_slot *s
 	case WA_RENAME:
 		return keyword(p, t, l, "noreplace", WL_RENAME_NOREPLACE, "exchange",
 			       WL_RENAME_EXCHANGE, &op->flags);
+	case WA_SNAP:
+		return keyword(p, t, l, "ro", WL_SNAP_RDONLY, "ro", WL_SNAP_RDONLY, &op->flags);
 	}
 	return 0;
 }

@@ -44,6 +44,10 @@ const struct wl_kind_info wl_kinds[WL_NKINDS] = {
 	[WL_SYNC] = K("sync", 0, 0, { 0 }),
 	[WL_MARK] = K("mark", 1, 1, { WA_MARK, "NAME" }),
 	[WL_CRASH] = K("crash", 0, 0, { 0 }),
+	[WL_SUBVOL_CREATE] = K("subvol-create", 1, 1, P("PATH")),
+	[WL_SNAPSHOT] = K("snapshot", 2, 3, P("SRC"), { WA_PATH2, "DEST" }, { WA_SNAP, "ro" }),
+	[WL_SUBVOL_DELETE] = K("subvol-delete", 1, 1, P("PATH")),
+	[WL_SUBVOL_SYNC] = K("subvol-sync", 0, 0, { 0 }),
 };
 
 #undef P
@@ -120,6 +124,9 @@ static const char *arg_problem(const struct wl_op *op, enum wl_arg a)
 				       op->flags == WL_RENAME_EXCHANGE
 			       ? NULL
 			       : "rename flags are not 0, noreplace or exchange";
+	case WA_SNAP:
+		return op->flags == 0 || op->flags == WL_SNAP_RDONLY ? NULL
+								     : "snapshot flags are not 0 or ro";
 	case WA_XNAME:
 		return op->name ? NULL : "xattr name is missing";
 	case WA_XVALUE:
@@ -217,7 +224,8 @@ static int copy_arg(struct wl_op *d, const struct wl_op *s, enum wl_arg a)
 	case WA_SIZE: d->size = s->size; break;
 	case WA_SEED: d->seed = s->seed; break;
 	case WA_FALLOC:
-	case WA_RENAME: d->flags = s->flags; break;
+	case WA_RENAME:
+	case WA_SNAP: d->flags = s->flags; break;
 	case WA_UID: d->uid = s->uid; break;
 	case WA_GID: d->gid = s->gid; break;
 	case WA_ATIME: d->atime = s->atime; break;

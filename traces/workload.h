@@ -39,6 +39,11 @@ enum wl_kind {
 	WL_SYNC,	/* sync */
 	WL_MARK,	/* mark NAME                             name: [A-Za-z0-9_.-]+ */
 	WL_CRASH,	/* crash                                 power loss here */
+	/* Subvolumes (btrfs); each commits before it returns (a persistence point). */
+	WL_SUBVOL_CREATE, /* subvol-create PATH                path: an empty subvolume (btrfs subvolume create) */
+	WL_SNAPSHOT,	/* snapshot SRC DEST [ro]                path = SRC (a subvolume's root), path2 = DEST, flags */
+	WL_SUBVOL_DELETE, /* subvol-delete PATH                path: a subvolume's root (btrfs subvolume delete) */
+	WL_SUBVOL_SYNC,	/* subvol-sync                           wait for the cleaner (btrfs subvolume sync) */
 	WL_NKINDS
 };
 
@@ -49,12 +54,14 @@ enum wl_kind {
 /* rename flags: the values of Linux's RENAME_* (renameat2). */
 #define WL_RENAME_NOREPLACE 0x01
 #define WL_RENAME_EXCHANGE 0x02
+/* snapshot flags: a read-only snapshot (BTRFS_SUBVOL_RDONLY). */
+#define WL_SNAP_RDONLY 0x01
 /* utimes: a time of `omit` leaves that time unchanged (utimensat's UTIME_OMIT). */
 #define WL_UTIME_OMIT ((long)((1L << 30) - 2L))
 
 /*
  * One operation.  A kind uses the fields its comment above names, plus path
- * (every kind but sync, mark and crash) and expect; the others are zero when
+ * (every kind but sync, mark, crash and subvol-sync) and expect; the others are zero when
  * the parser made the op, and are ignored by wl_format and wl_append.
  * Strings are NUL-terminated and never contain a NUL; value may (vlen counts it).
  */
@@ -63,7 +70,8 @@ struct wl_op {
 	int expect;	 /* 0: success expected; else the positive errno expected */
 	size_t line;	 /* 1-based line in the workload file; 0 when built in code */
 	char *path;	 /* an absolute path: starts with '/' */
-	char *path2;	 /* link, rename: NEW (absolute); symlink: TARGET (any non-empty string) */
+	char *path2;	 /* link, rename: NEW (absolute); symlink: TARGET (any non-empty string);
+			  * snapshot: DEST (absolute) */
 	char *name;	 /* setxattr, removexattr: the xattr name; mark: the mark's name */
 	uint8_t *value;	 /* setxattr: the value, vlen bytes (NULL when vlen is 0 is allowed) */
 	size_t vlen;
@@ -74,7 +82,7 @@ struct wl_op {
 	uint32_t mode;	 /* mkdir, create, chmod: permission bits, at most 07777 */
 	uint32_t uid;	 /* chown; UINT32_MAX (-1) leaves it unchanged */
 	uint32_t gid;
-	int flags;	 /* fallocate: WL_FALLOC_*; rename: WL_RENAME_* */
+	int flags;	 /* fallocate: WL_FALLOC_*; rename: WL_RENAME_*; snapshot: WL_SNAP_RDONLY */
 	struct timespec atime, mtime; /* utimes; tv_nsec WL_UTIME_OMIT: unchanged */
 };
 

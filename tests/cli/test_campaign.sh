@@ -90,7 +90,29 @@ run campaign-violations-list 0 "$BTRSIM" violations --db "$db"
 out_empty
 done_check
 
+# The subvolume set: every seq-1 workload over a subvolume and its snapshot.
+run campaign-subvol-seq1 0 "$BTRSIM" campaign --seq 1 --subvol --max-subset 4 --samples 4 --torn 1
+out_has '^137 workloads, [0-9]+ crash states \([0-9]+/s\), 0 violations in '
+done_check
+run campaign-subvol-seq2-slice 0 "$BTRSIM" campaign --seq 2 --subvol --ops snapshot,write,subvol-delete \
+	--shard 1/7 --max-subset 3 --samples 2 --torn 0
+out_has ' workloads, [0-9]+ crash states .*, 0 violations in '
+done_check
+
+run campaign-subvol-random 0 "$BTRSIM" campaign --random 2 --length 40 --subvol --max-subset 4 \
+	--samples 4 --db "$T/sv.db"
+out_has '^2 workloads, [0-9]+ crash states .*, 0 violations in '
+command -v sqlite3 >/dev/null && [ "$(sqlite3 "$T/sv.db" "SELECT count(*) FROM runs WHERE name LIKE 'random-subvols/%'")" = 2 ] ||
+	fail "the runs are not named random-subvols/SEED"
+done_check
+
 # Bad usage.
+run campaign-subvol-alone 2 "$BTRSIM" campaign --subvol --limit 3
+err_has 'give --seq N or --random N'
+done_check
+run campaign-subvol-bad-op 2 "$BTRSIM" campaign --seq 1 --subvol --ops mkdir
+err_has "unknown operation 'mkdir' \(known with --subvol: "
+done_check
 run campaign-nothing 2 "$BTRSIM" campaign
 err_has 'give --seq N or --random N'
 done_check

@@ -5,9 +5,11 @@
 # type, mode, owner, size, link count, content hash, xattrs) equals ref's;
 # the kernel then changes the file system and ref reads its result back
 # exactly; ref writes on top and the kernel reads that: the round trip both
-# ways.  Images made by mkfs.btrfs take ref's writes too.  Then a random
-# differential run: the same seeded workload on the kernel and on ref must
-# give the same errno for every operation and end in the same view.
+# ways (workloads/subvol.wl: subvolumes, snapshots, stand-ins and deleted
+# subvolumes too).  Images made by mkfs.btrfs take ref's writes too.  Then a
+# random differential run: the same seeded workload on the kernel and on ref
+# must give the same errno for every operation and end in the same view; and
+# again with subvolume operations (DIFF_SUBVOL_SEEDS, gen-workload --subvols).
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib.sh"
 
@@ -17,6 +19,7 @@ LOOP_OK=0
 can_loop_mount && LOOP_OK=1
 [ "$LOOP_OK" -eq 1 ] || skip write-kernel "$LOOP_WHY"
 DIFF_SEEDS=${DIFF_SEEDS:-1 2 3 4 5 6}
+DIFF_SUBVOL_SEEDS=${DIFF_SUBVOL_SEEDS:-1 2 3}
 DIFF_OPS=${DIFF_OPS:-2000}
 
 # clean NAME IMG: both checkers pass.
@@ -53,7 +56,7 @@ kernel_sees_ref() {
 	fi
 }
 
-for w in basic sparse tree badinput; do
+for w in basic sparse tree badinput subvol; do
 	img="$T/$w.img"
 	truncate -s 3G "$img"
 	"$BTRSIM" mkfs "$img" >/dev/null
@@ -226,11 +229,18 @@ if [ "$LOOP_OK" -eq 1 ]; then
 	done_check
 fi
 
-# The random differential test: the kernel's results are the expectations.
+# The random differential test: the kernel's results are the expectations;
+# then with subvolumes, snapshots (some read-only), deletions and the cleaner
+# too (gen-workload --subvols).
 [ "$LOOP_OK" -eq 1 ] || exit 0
-for seed in $DIFF_SEEDS; do
-	NAME="write-differential-seed-$seed"
-	"$BTRSIM" gen-workload --seed "$seed" --ops "$DIFF_OPS" >"$T/gen.wl"
+for spec in $(for s in $DIFF_SEEDS; do echo "$s"; done) \
+	$(for s in $DIFF_SUBVOL_SEEDS; do echo "$s-subvols"; done); do
+	seed=${spec%-subvols}
+	gen_opts=""
+	[ "$spec" = "$seed" ] || gen_opts="--subvols"
+	NAME="write-differential-seed-$spec"
+	# shellcheck disable=SC2086
+	"$BTRSIM" gen-workload --seed "$seed" --ops "$DIFF_OPS" $gen_opts >"$T/gen.wl"
 	truncate -s 3G "$T/k.img"
 	# Vary the format too: small nodes (deep trees), DUP data, other checksums.
 	case $((seed % 3)) in

@@ -125,3 +125,101 @@ Test(ace, bad_sets_refused)
 	cr_assert_eq(ace_new(1, NULL, "/a,/x y", &a, err, sizeof(err)), -EINVAL);
 	cr_assert_eq(ace_new(1, NULL, "/a,/../b", &a, err, sizeof(err)), -EINVAL);
 }
+
+/* ---- The subvolume set (ace_new_subvol) ---- */
+
+static struct ace *make_subvol(unsigned seq, const char *ops, const char *files)
+{
+	struct ace *a;
+	char err[256];
+	int r = ace_new_subvol(seq, ops, files, &a, err, sizeof(err));
+	cr_assert_eq(r, 0, "ace_new_subvol: %s", err);
+	return a;
+}
+
+static bool commits(enum wl_kind k)
+{
+	return persists(k) || k == WL_SUBVOL_CREATE || k == WL_SNAPSHOT || k == WL_SUBVOL_DELETE;
+}
+
+Test(ace, subvol_seq1_size_and_shape)
+{
+	struct ace *a = make_subvol(1, NULL, NULL);
+	cr_assert_eq(ace_count(a), 137);
+	size_t setup = ace_setup_ops(a);
+	cr_assert_eq(setup, 7, "subvol-create /S, mkdir /S/A, create, write, setxattr /S/foo, "
+			       "snapshot /S /T, sync: %zu", setup);
+	size_t kinds[WL_NKINDS] = { 0 };
+	for (uint64_t i = 0; i < ace_count(a); i++) {
+		struct wl_workload w;
+		char err[256];
+		cr_assert_eq(ace_workload(a, i, &w, err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(w.n, setup + 2, "workload %lu has %zu ops", (unsigned long)i, w.n);
+		cr_assert_eq(w.ops[0].kind, WL_SUBVOL_CREATE);
+		cr_assert_str_eq(w.ops[0].path, "/S");
+		cr_assert_eq(w.ops[setup - 2].kind, WL_SNAPSHOT);
+		cr_assert_str_eq(w.ops[setup - 2].path2, "/T");
+		cr_assert(!persists(w.ops[setup].kind));
+		cr_assert(persists(w.ops[setup + 1].kind));
+		/* the subvolume operations commit: a sync is their only persistence point */
+		if (commits(w.ops[setup].kind))
+			cr_assert_eq(w.ops[setup + 1].kind, WL_SYNC);
+		kinds[w.ops[setup].kind]++;
+		char name[40];
+		snprintf(name, sizeof(name), "seq-1-subvol/%lu", (unsigned long)i);
+		cr_assert_str_eq(w.name, name);
+		wl_free(&w);
+	}
+	cr_assert_eq(kinds[WL_SNAPSHOT], 3, "snapshot /S /U, /S /U ro, /T /U");
+	cr_assert_eq(kinds[WL_SUBVOL_CREATE], 1);
+	cr_assert_eq(kinds[WL_SUBVOL_DELETE], 4, "/S/N, /T, /S, /U");
+	cr_assert_eq(kinds[WL_SUBVOL_SYNC], 1);
+	cr_assert_eq(kinds[WL_MKDIR] + kinds[WL_SYMLINK] + kinds[WL_SETXATTR] + kinds[WL_CHMOD], 0);
+	ace_free(a);
+}
+
+Test(ace, subvol_seq2_and_subsets)
+{
+	struct ace *one = make_subvol(1, NULL, NULL), *two = make_subvol(2, NULL, NULL);
+	uint64_t final = ace_count(one), n = ace_count(two);
+	cr_assert_eq(n % final, 0);
+	cr_assert_eq(n, 24523, "the seq-2 subvolume campaign: %lu", (unsigned long)n);
+	struct wl_workload w;
+	char err[256];
+	cr_assert_eq(ace_workload(two, n - 1, &w, err, sizeof(err)), 0);
+	cr_assert_str_eq(w.name, "seq-2-subvol/24522");
+	wl_free(&w);
+	ace_free(one);
+	ace_free(two);
+	/* a subset, other files (in /S and /T) */
+	struct ace *s = make_subvol(1, "snapshot,write", "/x,/D/y");
+	cr_assert_eq(ace_count(s), 3 + (2 * 2 * 2 + 1) * 4,
+		     "3 snapshots; 2 writes of 2 files in /S and in /T and one to /U, each with "
+		     "4 persistence points: %lu", (unsigned long)ace_count(s));
+	cr_assert_eq(ace_workload(s, 0, &w, err, sizeof(err)), 0);
+	cr_assert_str_eq(w.ops[1].path, "/S/D");
+	cr_assert_str_eq(w.ops[2].path, "/S/x");
+	wl_free(&w);
+	ace_free(s);
+	/* the default set stays as it was */
+	struct ace *d = make(1, NULL, NULL);
+	cr_assert_eq(ace_count(d), 198);
+	ace_free(d);
+}
+
+Test(ace, subvol_bad_sets_refused)
+{
+	struct ace *a;
+	char err[256];
+	cr_assert_eq(ace_new_subvol(1, "mkdir", NULL, &a, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "unknown operation 'mkdir' (known with --subvol: create,write,"), "%s",
+		  err);
+	cr_assert_eq(ace_new(1, "snapshot", NULL, &a, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "unknown operation 'snapshot' (known: create,"), "%s", err);
+	cr_assert_eq(ace_new_subvol(4, NULL, NULL, &a, err, sizeof(err)), -EINVAL);
+	cr_assert_eq(ace_new_subvol(1, NULL, "/a", &a, err, sizeof(err)), -EINVAL);
+	cr_assert_eq(ace_new_subvol(1, "rmdir", "/a,/b", &a, err, sizeof(err)), 0,
+		     "rmdir of the stand-in: %s", err);
+	cr_assert_eq(ace_count(a), 1);
+	ace_free(a);
+}

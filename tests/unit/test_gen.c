@@ -3,7 +3,8 @@
  * of the options, the exact number of operations, every op valid and every
  * expectation 0, the printed text parses back to itself, every kind of the
  * mix appears, the deliberately bad operations appear at about the rate
- * asked, and no `crash` or `mark` is ever generated.
+ * asked, and no `crash` or `mark` is ever generated; with subvols, the
+ * subvolume operations too, and the default mix stays as it was without.
  */
 #include "traces/run.h"
 
@@ -54,6 +55,7 @@ Test(gen, defaults)
 	cr_assert_eq(o.max_len, UINT64_C(1) << 20);
 	cr_assert_eq(o.bad_percent, 5);
 	cr_assert(o.syncs);
+	cr_assert(!o.subvols);
 }
 
 Test(gen, same_seed_same_workload)
@@ -209,7 +211,7 @@ Test(gen, every_kind_in_the_mix)
 	count_kinds(&w, n);
 	for (int k = 0; k < WL_NKINDS; k++) {
 		cr_log_info("%-12s %zu", wl_kind_name(k), n[k]);
-		if (k == WL_MARK || k == WL_CRASH)
+		if (k == WL_MARK || k == WL_CRASH || k >= WL_SUBVOL_CREATE) /* subvols: off */
 			cr_assert_eq(n[k], 0, "%s generated", wl_kind_name(k));
 		else
 			cr_assert_gt(n[k], 0, "no %s in 2000 ops", wl_kind_name(k));
@@ -240,6 +242,72 @@ Test(gen, every_kind_in_the_mix)
 	cr_assert_gt(small, n[WL_WRITE] / 4, "many small writes: %zu", small);
 	cr_assert_gt(aligned, 10, "some sector-aligned writes: %zu", aligned);
 	cr_assert_gt(sparse, 10, "some writes far out: %zu", sparse);
+	wl_free(&w);
+}
+
+/* The subvolume operations: with subvols they appear (snapshots read-only
+ * too, of the top level too), every op is valid and prints back; a
+ * snapshot's DEST is never inside its SRC (where ref and Linux differ),
+ * chown never aims at a directory, and renames across subvolumes are to new
+ * names without flags (traces/README.md, "Random workloads"). */
+Test(gen, subvols_in_the_mix)
+{
+	struct wl_gen_opts o;
+	wl_gen_defaults(&o);
+	o.subvols = true;
+	struct wl_workload w = { 0 }, w2 = { 0 };
+	gen(&o, 99, 3000, &w);
+	gen(&o, 99, 3000, &w2);
+	char *t1 = text(&w), *t2 = text(&w2);
+	cr_assert_str_eq(t1, t2, "a pure function of the options");
+	struct wl_workload back = { 0 };
+	char err[256];
+	cr_assert_eq(wl_parse_text("gen", t1, strlen(t1), &back, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(back.n, w.n);
+	size_t n[WL_NKINDS];
+	count_kinds(&w, n);
+	for (int k = WL_SUBVOL_CREATE; k <= WL_SUBVOL_SYNC; k++) {
+		cr_log_info("%-14s %zu", wl_kind_name(k), n[k]);
+		cr_assert_gt(n[k], 5, "only %zu %s in 3000 ops", n[k], wl_kind_name(k));
+	}
+	cr_assert_lt(n[WL_SNAPSHOT], 150, "snapshots: %zu", n[WL_SNAPSHOT]);
+	size_t ro = 0, top = 0;
+	for (size_t i = 0; i < w.n; i++) {
+		const struct wl_op *op = &w.ops[i];
+		cr_assert_null(wl_op_problem(op), "op %zu", i);
+		if (op->kind == WL_SNAPSHOT) {
+			ro += op->flags == WL_SNAP_RDONLY;
+			top += !strcmp(op->path, "/");
+			size_t l = strlen(op->path);
+			bool inside = !strcmp(op->path, "/") ||
+				      (!strncmp(op->path2, op->path, l) && op->path2[l] == '/');
+			/* inside SRC's tree only below another subvolume (a name s*) */
+			if (inside && strcmp(op->path, "/"))
+				cr_assert(strstr(op->path2 + l, "/s"), "op %zu: DEST in SRC", i);
+		}
+	}
+	cr_assert_gt(ro, 2, "read-only snapshots: %zu", ro);
+	cr_assert_gt(top, 0, "snapshots of the top level: %zu", top);
+	free(t1);
+	free(t2);
+	wl_free(&w);
+	wl_free(&w2);
+	wl_free(&back);
+}
+
+/* Without subvols the stream is the one it was: the pinned hash holds (gen,
+ * pinned) and nothing of the subvolume mix appears at any bad share. */
+Test(gen, no_subvol_ops_when_off)
+{
+	struct wl_gen_opts o;
+	wl_gen_defaults(&o);
+	o.bad_percent = 50;
+	struct wl_workload w = { 0 };
+	gen(&o, 5, 3000, &w);
+	size_t n[WL_NKINDS];
+	count_kinds(&w, n);
+	for (int k = WL_SUBVOL_CREATE; k <= WL_SUBVOL_SYNC; k++)
+		cr_assert_eq(n[k], 0, "%s generated", wl_kind_name(k));
 	wl_free(&w);
 }
 

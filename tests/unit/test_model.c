@@ -725,6 +725,7 @@ static const char *const every_kind[] = {
 	"symlink t /new", "rename /f /new", "rename /d /f exchange", "unlink /f", "rmdir /e",
 	"setxattr /f user.n v", "removexattr /f user.a", "chmod /f 0", "chown /f 1 1",
 	"utimes /f 1 1", "fsync /f", "fdatasync /f", "sync", "mark m", "crash",
+	"subvol-create /new", "snapshot / /new", "snapshot / /new ro", "subvol-sync",
 };
 
 Test(model, failed_ops_change_nothing)
@@ -759,7 +760,7 @@ Test(model, each_kind_applies_on_success)
 		const char *k = every_kind[i];
 		bool none = !strncmp(k, "utimes", 6) || !strncmp(k, "fsync", 5) ||
 			    !strncmp(k, "fdatasync", 9) || !strcmp(k, "sync") ||
-			    !strncmp(k, "mark", 4) || !strcmp(k, "crash");
+			    !strncmp(k, "mark", 4) || !strcmp(k, "crash") || !strcmp(k, "subvol-sync");
 		if (none)
 			cr_assert_str_eq(after, before, "%s", k);
 		else
@@ -809,6 +810,205 @@ Test(model, disagreements_are_reported)
 	expect_disagree(m, "rmdir /d/e/..");
 	expect_disagree(m, "fsync /nothing");
 	expect_disagree(m, "chmod /nothing 0");
+	model_free(m);
+}
+
+
+/* ---- Subvolumes and snapshots ---------------------------------------------- */
+
+static char *subvols(const struct model *m)
+{
+	char *d = model_describe_subvols(m);
+	cr_assert_not_null(d);
+	return d;
+}
+
+static void expect_subvols(const struct model *m, const char *want)
+{
+	char *d = subvols(m);
+	cr_assert_str_eq(d, want, "got:\n%s\nwant:\n%s", d, want);
+	free(d);
+}
+
+/* The description's lines below prefix, with prefix cut off, malloc'd. */
+static char *below(const struct model *m, const char *prefix)
+{
+	char *d = desc(m), *out = calloc(1, strlen(d) + 1), *o = out;
+	size_t pl = strlen(prefix);
+	for (char *p = d; *p;) {
+		char *nl = strchr(p, '\n');
+		if (!strncmp(p, prefix, pl) && (p[pl] == '/' || p[pl] == ' ')) {
+			size_t n = (size_t)(nl - p) + 1 - pl;
+			memcpy(o, p + pl, n);
+			o += n;
+		}
+		p = nl + 1;
+	}
+	free(d);
+	return out;
+}
+
+Test(model, snapshot_is_the_source_at_that_instant)
+{
+	struct model *m = model_new();
+	run(m, "subvol-create /S\nmkdir /S/A\ncreate /S/A/f 0600\nwrite /S/A/f 0 9000 1\n"
+	       "link /S/A/f /S/g\nsetxattr /S/A/f user.a v1\nsymlink A/f /S/l\nchown /S/A 7 8\n"
+	       "subvol-create /S/N\ncreate /S/N/x\n");
+	expect_line(m, "/S", "/S d 755 0 0 1 8 -");
+	expect_subvols(m, "/S subvol rw\n/S/N subvol rw\n");
+	char *src = below(m, "/S"), *fline = line_of(m, "/S/A/f");
+	run(m, "snapshot /S /T\n");
+	/* the same tree but N, which is an empty stand-in (the kernel's inode 2:
+	 * 0755, its parent's owner, no xattrs) */
+	char *snap = below(m, "/T");
+	cr_assert(strstr(src, "/N/x f "), "%s", src);
+	cr_assert_null(strstr(snap, "/N/x"), "%s", snap);
+	expect_line(m, "/T/N", "/T/N d 755 0 0 1 0 -");
+	fline[1] = 'T';
+	expect_line(m, "/T/A/f", fline);
+	cr_assert(strstr(fline, " f 600 0 0 2 9000 ") && strstr(fline, " x:user.a=7631"), "%s", fline);
+	/* the whole tree: the source's but for N, its content gone */
+	char *want = strdup(src), *nx = strstr(want, "/N/x f "), *n = strstr(want, "/N d 755 0 0 1 2 -");
+	cr_assert(nx && n, "%s", want);
+	memmove(nx, strchr(nx, '\n') + 1, strlen(strchr(nx, '\n') + 1) + 1);
+	n[15] = '0';
+	cr_assert_str_eq(snap, want);
+	free(want);
+	expect_subvols(m, "/S subvol rw\n/S/N subvol rw\n/T subvol rw\n/T/N stand-in\n");
+	/* later changes to either side stay on that side */
+	char *fbefore = content_of(m, "/S/A/f");
+	run(m, "write /S/A/f 0 10 2\nwrite /T/g 100 10 3\nunlink /S/l\ncreate /T/new\n");
+	char *sf = content_of(m, "/S/A/f"), *sg = content_of(m, "/S/g");
+	char *tf = content_of(m, "/T/A/f"), *tg = content_of(m, "/T/g");
+	cr_assert_str_eq(sf, sg, "hard links in the source share data");
+	cr_assert_str_eq(tf, tg, "and in the snapshot");
+	cr_assert_str_neq(sf, tf);
+	cr_assert_str_neq(sf, fbefore);
+	cr_assert_str_neq(tf, fbefore);
+	cr_assert(has_line(m, "/T/l") && !has_line(m, "/S/l"));
+	cr_assert(has_line(m, "/T/new") && !has_line(m, "/S/new"));
+	/* a stand-in shows its directory's owner, now */
+	run(m, "chown /T 5 6\n");
+	expect_line(m, "/T/N", "/T/N d 755 5 6 1 0 -");
+	free(src);
+	free(snap);
+	free(fline);
+	free(fbefore);
+	free(sf);
+	free(sg);
+	free(tf);
+	free(tg);
+	model_free(m);
+}
+
+Test(model, snapshot_inside_its_source_and_of_the_top_level)
+{
+	struct model *m = model_new();
+	run(m, "subvol-create /S\ncreate /S/f\nmkdir /d\n"
+	       "snapshot /S /S/in\n"  /* taken before its own name is added */
+	       "snapshot / /d/top ro\n");
+	cr_assert(has_line(m, "/S/in/f") && !has_line(m, "/S/in/in"));
+	cr_assert(has_line(m, "/d/top/d") && !has_line(m, "/d/top/d/top"));
+	expect_line(m, "/d/top/S", "/d/top/S d 755 0 0 1 0 -"); /* a stand-in: no /d/top/S/f */
+	cr_assert(!has_line(m, "/d/top/S/f"));
+	expect_subvols(m, "/S subvol rw\n/S/in subvol rw\n/d/top subvol ro\n/d/top/S stand-in\n");
+	model_free(m);
+}
+
+Test(model, read_only_snapshots_refuse_every_change)
+{
+	struct model *m = model_new();
+	run(m, "subvol-create /S\nmkdir /S/d\ncreate /S/f\nwrite /S/f 0 100 1\nsetxattr /S/f user.a 1\n"
+	       "snapshot /S /R ro\n");
+	static const char *const changes[] = {
+		"mkdir /R/x", "create /R/x", "symlink t /R/x", "write /R/f 0 1", "truncate /R/f 0",
+		"fallocate /R/f 0 1", "setxattr /R/f user.b 1", "removexattr /R/f user.a",
+		"chmod /R/f 0", "chown /R/f 1 1", "utimes /R/f 1 1", "unlink /R/f", "rmdir /R/d",
+		"rename /R/f /R/g", "link /R/f /R/g", "subvol-create /R/x", "snapshot /S /R/x",
+		"chmod /R 0700",
+	};
+	char *before = desc(m), err[256];
+	for (size_t i = 0; i < sizeof(changes) / sizeof(changes[0]); i++) {
+		expect_disagree(m, changes[i]);
+		cr_assert_eq(apply1(m, changes[i], EROFS, err, sizeof(err)), 0);
+	}
+	expect_desc(m, before);
+	/* what does not change it, and the snapshot itself going */
+	run(m, "fsync /R/f\nutimes /R/f omit omit\nsnapshot /R /W\nwrite /W/f 0 1 2\n"
+	       "rename /R /R2\nsubvol-delete /R2\n");
+	expect_subvols(m, "/S subvol rw\n/W subvol rw\n");
+	free(before);
+	model_free(m);
+}
+
+Test(model, subvolume_boundaries)
+{
+	struct model *m = model_new();
+	run(m, "subvol-create /S\nsubvol-create /U\ncreate /S/f\nmkdir /S/d\nmkdir /e\n"
+	       "subvol-create /S/N\nsnapshot /S /T\nsubvol-create /E\n");
+	/* links and renames stay in a subvolume; a subvolume's root moves anywhere */
+	expect_disagree(m, "link /S/f /U/f");
+	expect_disagree(m, "rename /S/f /U/f");
+	expect_disagree(m, "rename /S/d /e/d");
+	expect_disagree(m, "rename /S/d /U exchange");
+	expect_disagree(m, "rename /e /U");          /* over a subvolume: ENOTEMPTY */
+	expect_disagree(m, "rename /S/N /T/d exchange");
+	run(m, "rename /S/N /e/N\nrename /U /S/d/U\nrename /S/d/U /E exchange\n");
+	expect_subvols(m, "/E subvol rw\n/S subvol rw\n/S/d/U subvol rw\n/T subvol rw\n"
+			  "/T/N stand-in\n/e/N subvol rw\n");
+	/* a stand-in takes no names and no xattrs, does not move, and keeps no
+	 * attribute change; rmdir removes it */
+	expect_disagree(m, "create /T/N/x");
+	expect_disagree(m, "mkdir /T/N/x");
+	expect_disagree(m, "rename /S/f /T/N/f");
+	expect_disagree(m, "link /T/f /T/N/f");
+	expect_disagree(m, "setxattr /T/N user.a 1");
+	expect_disagree(m, "rename /T/N /T/N2");
+	expect_disagree(m, "rename /T/N /T/f exchange");
+	char *before = desc(m);
+	run(m, "chmod /T/N 0700\nchown /T/N 1 1\nutimes /T/N 1 1\nfsync /T/N\n");
+	expect_desc(m, before);
+	run(m, "mkdir /T/e\nrename /T/e /T/N\n"); /* a directory over a stand-in */
+	expect_subvols(m, "/E subvol rw\n/S subvol rw\n/S/d/U subvol rw\n/T subvol rw\n"
+			  "/e/N subvol rw\n");
+	free(before);
+	model_free(m);
+}
+
+Test(model, subvolume_deletion)
+{
+	struct model *m = model_new();
+	run(m, "subvol-create /S\nmkdir /S/d\ncreate /S/d/f\nlink /S/d/f /S/g\nwrite /S/g 0 5 1\n"
+	       "subvol-create /S/N\nsnapshot /S /T\nsubvol-create /E\n");
+	expect_disagree(m, "subvol-delete /S");   /* /S/N is in it: ENOTEMPTY */
+	expect_disagree(m, "subvol-delete /S/d"); /* not a subvolume: EINVAL */
+	expect_disagree(m, "subvol-delete /S/g");
+	expect_disagree(m, "subvol-delete /T/N"); /* a stand-in is no subvolume */
+	expect_disagree(m, "subvol-delete /nothing");
+	expect_disagree(m, "rmdir /T");           /* not empty */
+	run(m, "subvol-delete /T\nsubvol-delete /S/N\nsubvol-delete /S\n"
+	       "rmdir /E\n" /* an empty subvolume: rmdir deletes it (Linux 4.18 on) */
+	       "subvol-sync\n");
+	expect_desc(m, "/ d 755 0 0 1 0 -\n");
+	expect_subvols(m, "");
+	/* its inode numbers are free again */
+	run(m, "subvol-create /S\ncreate /S/f\n");
+	expect_subvols(m, "/S subvol rw\n");
+	model_free(m);
+}
+
+Test(model, clones_and_snapshots)
+{
+	struct model *m = model_new();
+	run(m, "subvol-create /S\ncreate /S/f\nwrite /S/f 0 100 1\n");
+	struct model *c = model_clone(m);
+	char *orig = desc(c);
+	run(m, "snapshot /S /T\nwrite /T/f 0 1 2\nwrite /S/f 5 1 3\nsubvol-delete /S\n");
+	expect_desc(c, orig);
+	expect_subvols(c, "/S subvol rw\n");
+	expect_subvols(m, "/T subvol rw\n");
+	free(orig);
+	model_free(c);
 	model_free(m);
 }
 
@@ -1019,17 +1219,46 @@ static void crosscheck_w(const char *dir, const struct wl_workload *wp, const ch
 }
 
 /* The generated workload (seed, ops) through crosscheck_w. */
-static void crosscheck(const char *dir, uint64_t seed, size_t ops, size_t every, bool mask)
+static void crosscheck_gen(const char *dir, uint64_t seed, size_t ops, size_t every, bool mask,
+			   bool subvols)
 {
 	struct wl_gen_opts o = { .seed = seed, .ops = ops };
 	wl_gen_defaults(&o);
+	o.subvols = subvols;
 	struct wl_workload w = { 0 };
 	cr_assert_eq(wl_generate(&o, &w), 0);
 	char label[64];
-	snprintf(label, sizeof(label), "seed %llu", (unsigned long long)seed);
+	snprintf(label, sizeof(label), "seed %llu%s", (unsigned long long)seed,
+		 subvols ? " (subvols)" : "");
 	crosscheck_w(dir, &w, label, every, mask);
 	wl_free(&w);
 }
+
+static void crosscheck(const char *dir, uint64_t seed, size_t ops, size_t every, bool mask)
+{
+	crosscheck_gen(dir, seed, ops, every, mask, false);
+}
+
+/* Subvolumes as Linux makes them: snapshots at an instant, stand-ins (with
+ * their parent's owner; chmod without effect), read-only snapshots, a
+ * snapshot inside its source and of the top level, links and renames at the
+ * boundaries, rmdir of an empty subvolume, deletion.  (No exchange with a
+ * stand-in: Linux 6.18 aborts the transaction.) */
+static const char subvol_edge_workload[] =
+	"subvol-create /S\nmkdir /S/A\ncreate /S/A/f 0600\nwrite /S/A/f 0 9000 1\n"
+	"link /S/A/f /S/g\nsetxattr /S/A/f user.a v1\nsymlink A/f /S/l\nchown /S/A 7 8\n"
+	"subvol-create /S/N\ncreate /S/N/x\nchown /S 5 6\n"
+	"snapshot /S /T\nsnapshot /S /R ro\n"
+	"write /S/A/f 0 10 2\nwrite /T/g 100 10 3\nwrite /R/g 0 1\nmkdir /R/x\nmkdir /R/A\n"
+	"chmod /T/N 0700\nchown /T/N 1 1\nsetxattr /T/N user.a 1\ncreate /T/N/y\nmkdir /T/N/y\n"
+	"rename /T/N /T/N9\n"
+	"snapshot /S /S/in\nsnapshot / /top ro\nsnapshot /S/A /x\n"
+	"subvol-create /E\nrmdir /E\nsubvol-create /E2\ncreate /E2/f\nrmdir /E2\n"
+	"rename /S/N /N2\nrename /N2 /T/A/N3\nrename /T/A/N3 /S/N\n"
+	"mkdir /T/e\nrename /T/e /T/N\n"
+	"link /S/g /T/g2\nrename /S/g /T/g2\nrename /S/A /T/A2\nmkdir /d\nrename /d /S/in\n"
+	"subvol-delete /top\nsubvol-delete /S/A\nsubvol-delete /S/in\nsubvol-delete /R\n"
+	"subvol-sync\nsubvol-delete /S\nsubvol-delete /S/N\nsubvol-delete /S\nsubvol-sync\n";
 
 /* Corners the generator seldom or never reaches; whatever fails on the
  * kernel is not applied, so expectations are not needed. */
@@ -1183,6 +1412,41 @@ Test(model, crosscheck_btrfs, .fini = xc_cleanup, .timeout = 600)
 	int r = wl_parse_text("edge", edge_workload, strlen(edge_workload), &w, err, sizeof(err));
 	cr_assert_eq(r, 0, "%s", err);
 	crosscheck_w(xc_mnt, &w, "edge", 1, false);
+	wl_free(&w);
+}
+
+Test(model, crosscheck_btrfs_subvols, .fini = xc_cleanup, .timeout = 600)
+{
+	if (geteuid() != 0)
+		cr_skip_test("not root: no loop mount of a btrfs");
+	if (!btrsim_present())
+		cr_skip_test("%s not found (set BTRSIM)", btrsim_bin());
+	xc_tmpdir();
+	char why[200];
+	const char *seeds = getenv("MODEL_XCHECK_SEEDS");
+	size_t ops = (size_t)env_u64("MODEL_XCHECK_OPS", 500);
+	char *list = strdup(seeds && seeds[0] ? seeds : "1"), *save = NULL;
+	cr_assert_not_null(list);
+	for (char *t = strtok_r(list, " ,", &save); t; t = strtok_r(NULL, " ,", &save)) {
+		if (!xc_mount(why, sizeof(why))) {
+			free(list);
+			xc_cleanup();
+			cr_skip_test("%s", why);
+		}
+		crosscheck_gen(xc_mnt, strtoull(t, NULL, 0), ops, 25, false, true);
+		xc_unmount();
+	}
+	free(list);
+	if (!xc_mount(why, sizeof(why))) {
+		xc_cleanup();
+		cr_skip_test("%s", why);
+	}
+	struct wl_workload w = { 0 };
+	char err[512];
+	int r = wl_parse_text("subvol-edge", subvol_edge_workload, strlen(subvol_edge_workload), &w,
+			      err, sizeof(err));
+	cr_assert_eq(r, 0, "%s", err);
+	crosscheck_w(xc_mnt, &w, "subvol-edge", 1, false);
 	wl_free(&w);
 }
 

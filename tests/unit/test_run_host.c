@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -487,6 +488,36 @@ Test(run_host, runner_operations)
 	cr_assert_eq(wl_exec_host(&host, &bad, err, sizeof(err)), -EINVAL);
 	cr_assert_neq(err[0], 0);
 	cr_assert_eq(wl_exec_host(&host, &bad, NULL, 0), -EINVAL, "no message buffer is fine");
+}
+
+/* Subvolume operations are btrfs's ioctls: on another file system the
+ * ioctl's errno (ENOTTY); the checks before the ioctl hold anywhere: the path
+ * resolution's errnos, the root ("/" is no name to create or delete).  On
+ * btrfs (tests/interop, the model's cross-check) they do what they say. */
+Test(run_host, subvolumes_elsewhere)
+{
+	struct statfs sf;
+	cr_assert_eq(statfs(root, &sf), 0);
+	if (sf.f_type == 0x9123683e) /* BTRFS_SUPER_MAGIC */
+		cr_skip_test("%s is on btrfs: the subvolume ioctls work there", root);
+	expect_all("mkdir /d\ncreate /f\n"
+		   "subvol-create /s = ENOTTY\n"
+		   "subvol-create / = EEXIST\n"
+		   "subvol-create /nope/s = ENOENT\n"
+		   "subvol-create /f/s = ENOTDIR\n"
+		   "snapshot / /t = ENOTTY\n"
+		   "snapshot /d /t ro = ENOTTY\n"
+		   "snapshot /nope /t = ENOENT\n"
+		   "snapshot /d /nope/t = ENOENT\n"
+		   "snapshot /d / = EEXIST\n"
+		   "subvol-delete /d = ENOTTY\n"
+		   "subvol-delete / = EPERM\n"
+		   "subvol-delete /nope/x = ENOENT\n"
+		   "subvol-sync = ENOTTY\n");
+	/* nothing was made */
+	struct stat st;
+	cr_assert_eq(lstat(hp("/s"), &st), -1);
+	cr_assert_eq(lstat(hp("/t"), &st), -1);
 }
 
 Test(run_host, open_errors)

@@ -182,6 +182,32 @@ Test(snapshot, random_mix_seed_2)
 	run_random(0x5eed, 700);
 }
 
+/* A snapshot landing inside its own source holds the source as it was
+ * before the snapshot's entry existed, also when the source's blocks were
+ * changed in the same transaction (4 KiB nodes: a tree of two levels). */
+Test(snapshot, into_its_own_source)
+{
+	sim_volume *vol;
+	ref_fs *fs = wu_fresh(&vol, 256, 4096);
+	WU_OK(fs, ref_mkdir(fs, "/a", 0755));
+	char p[32];
+	for (int i = 0; i < 300; i++) {
+		snprintf(p, sizeof(p), "/a/f%d", i);
+		WU_OK(fs, ref_create(fs, p, 0644));
+	}
+	WU_OK(fs, ref_mkdir(fs, "/d", 0755));
+	WU_OK(fs, ref_snapshot(fs, "/", "/d/s", false, NULL));
+	struct ref_stat st;
+	WU_OK(fs, ref_stat_path(fs, "/d/s/d", false, &st));
+	cr_assert_eq(st.size, 0, "the snapshot's /d holds %llu bytes of names",
+		     (unsigned long long)st.size);
+	WU_OK(fs, ref_stat_path(fs, "/d", false, &st));
+	cr_assert_eq(st.size, 2, "/d holds %llu bytes of names", (unsigned long long)st.size);
+	WU_OK(fs, ref_umount(fs));
+	wu_expect_clean(vol);
+	sim_volume_close(vol);
+}
+
 Test(snapshot, errors_and_nesting)
 {
 	sim_volume *vol;

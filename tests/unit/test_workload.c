@@ -128,7 +128,11 @@ Test(workload, every_operation_parses_with_its_defaults)
 		 "fdatasync /d\n"
 		 "sync\n"
 		 "mark after-sync\n"
-		 "crash\n",
+		 "crash\n"
+		 "subvol-create /sv\n"
+		 "snapshot /sv /snap\n"
+		 "subvol-delete /snap\n"
+		 "subvol-sync\n",
 		 &w);
 	cr_assert_eq(w.n, WL_NKINDS, "one line per kind, in enum order");
 	cr_assert_str_eq(w.name, "w.txt");
@@ -170,6 +174,12 @@ Test(workload, every_operation_parses_with_its_defaults)
 	cr_assert_null(o[WL_SYNC].path);
 	cr_assert_str_eq(o[WL_MARK].name, "after-sync");
 	cr_assert_null(o[WL_CRASH].path);
+	cr_assert_str_eq(o[WL_SUBVOL_CREATE].path, "/sv");
+	cr_assert_str_eq(o[WL_SNAPSHOT].path, "/sv", "snapshot: path is SRC");
+	cr_assert_str_eq(o[WL_SNAPSHOT].path2, "/snap", "snapshot: path2 is DEST");
+	cr_assert_eq(o[WL_SNAPSHOT].flags, 0, "read-write by default");
+	cr_assert_str_eq(o[WL_SUBVOL_DELETE].path, "/snap");
+	cr_assert_null(o[WL_SUBVOL_SYNC].path);
 	wl_free(&w);
 	cr_assert_eq(w.n, 0);
 	cr_assert_null(w.ops);
@@ -489,6 +499,21 @@ Test(workload, each_parse_error_has_its_message_and_position)
 		  "w.txt:1:20: setxattr: VALUE \"0x\" has no hex digits (write \"\" for an empty value)" },
 		{ "setxattr /f user.a 0xzz",
 		  "w.txt:1:20: setxattr: VALUE \"0xzz\" is not 0x followed by hex bytes (quote text)" },
+		{ "subvol-create", "w.txt:1:14: subvol-create: missing PATH (usage: subvol-create PATH)" },
+		{ "subvol-create sv", "w.txt:1:15: subvol-create: PATH \"sv\" is not absolute (it must start with '/')" },
+		{ "subvol-create /a /b",
+		  "w.txt:1:18: subvol-create: too many arguments (usage: subvol-create PATH)" },
+		{ "snapshot /a", "w.txt:1:12: snapshot: missing DEST (usage: snapshot SRC DEST [ro])" },
+		{ "snapshot /a b", "w.txt:1:13: snapshot: DEST \"b\" is not absolute (it must start with '/')" },
+		{ "snapshot a /b", "w.txt:1:10: snapshot: SRC \"a\" is not absolute (it must start with '/')" },
+		{ "snapshot /a /b rw", "w.txt:1:16: snapshot: unknown option \"rw\" (ro)" },
+		{ "snapshot /a /b -r", "w.txt:1:16: snapshot: unknown option \"-r\" (ro)" },
+		{ "snapshot /a /b ro ro",
+		  "w.txt:1:19: snapshot: too many arguments (usage: snapshot SRC DEST [ro])" },
+		{ "subvol-delete", "w.txt:1:14: subvol-delete: missing PATH (usage: subvol-delete PATH)" },
+		{ "subvol-sync /a", "w.txt:1:13: subvol-sync: too many arguments (usage: subvol-sync)" },
+		{ "subvolume-create /a", "w.txt:1:1: unknown operation \"subvolume-create\"" },
+		{ "snapshot /a /b = EROFS x", "w.txt:1:24: unexpected \"x\" after the expected errno" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		parse_err(cases[i].text, cases[i].want);
@@ -649,6 +674,13 @@ static size_t sample_ops(struct wl_op *ops)
 	OP(.kind = WL_SYNC);
 	OP(.kind = WL_MARK, .name = "A-z_0.9");
 	OP(.kind = WL_CRASH);
+	OP(.kind = WL_SUBVOL_CREATE, .path = "/sv");
+	OP(.kind = WL_SUBVOL_CREATE, .path = "/a b/sv", .expect = EROFS);
+	OP(.kind = WL_SNAPSHOT, .path = "/sv", .path2 = "/snap");
+	OP(.kind = WL_SNAPSHOT, .path = "/", .path2 = "/ro snap", .flags = WL_SNAP_RDONLY,
+	   .expect = EEXIST);
+	OP(.kind = WL_SUBVOL_DELETE, .path = "/snap", .expect = ENOTEMPTY);
+	OP(.kind = WL_SUBVOL_SYNC);
 #undef OP
 	return n;
 }
@@ -716,6 +748,12 @@ Test(workload, the_printed_form)
 		"sync",
 		"mark A-z_0.9",
 		"crash",
+		"subvol-create /sv",
+		"subvol-create \"/a b/sv\" = EROFS",
+		"snapshot /sv /snap",
+		"snapshot / \"/ro snap\" ro = EEXIST",
+		"subvol-delete /snap = ENOTEMPTY",
+		"subvol-sync",
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		char *line = format(&ops[i]);
@@ -750,6 +788,11 @@ Test(workload, format_is_snprintf_like_and_rejects_invalid_ops)
 		{ .kind = WL_UTIMES, .path = "/a", .mtime = { 0, -1 } },
 		{ .kind = WL_MARK, .name = "a b" },
 		{ .kind = WL_MARK, .name = "" },
+		{ .kind = WL_SNAPSHOT, .path = "/a", .path2 = "b" },
+		{ .kind = WL_SNAPSHOT, .path = "/a", .path2 = NULL },
+		{ .kind = WL_SNAPSHOT, .path = "/a", .path2 = "/b", .flags = 2 },
+		{ .kind = WL_SUBVOL_CREATE, .path = "a" },
+		{ .kind = WL_SUBVOL_DELETE, .path = NULL },
 		{ .kind = WL_NKINDS },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
