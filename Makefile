@@ -23,7 +23,7 @@ BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -DFIU_ENABLE=1 -g $(WARN) -I. -MMD -MP
 MODE_CFLAGS_release  := -O2
 MODE_CFLAGS_debug    := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
 	-fno-sanitize-recover=all
-MODE_CFLAGS_coverage := -O0 --coverage
+MODE_CFLAGS_coverage := -O0 --coverage -DBTRSIM_COVERAGE_BUILD=1
 MODE_CFLAGS_afl      := -O2 -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
 MODE_CFLAGS_afl-asan := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
 	-fno-sanitize-recover=all -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
