@@ -288,30 +288,32 @@ long ref_check(ref_fs *fs, const struct ref_check_opts *opts)
 	struct check_state st = { 0 };
 	struct check ck = { fs, opts && opts->out ? opts->out : stdout, 0, opts && opts->verbose,
 			    &st, -1, { 0, 0, 0 } };
-	fprintf(ck.out, "[1/6] checking tree structure\n");
+	fprintf(ck.out, "[1/7] checking tree structure\n");
 	int r = walk_all(&ck);
 	if (!r) {
-		fprintf(ck.out, "[2/6] checking chunks, block groups and device extents\n");
+		fprintf(ck.out, "[2/7] checking chunks, block groups and device extents\n");
 		r = check_chunks(&ck);
 	}
 	if (!r) {
-		fprintf(ck.out, "[3/6] checking fs trees (%zu)\n", st.nsubvols);
+		fprintf(ck.out, "[3/7] checking fs trees (%zu)\n", st.nsubvols);
 		for (size_t i = 0; !r && i < st.nsubvols; i++)
 			r = check_fs_tree(&ck, st.subvols[i]);
 	}
 	if (!r) {
-		fprintf(ck.out, "[4/6] checking extent references (%zu tree blocks, %zu data references)\n",
+		fprintf(ck.out, "[4/7] checking extent references (%zu tree blocks, %zu data references)\n",
 			st.nblocks, st.ndrefs);
 		r = check_extents(&ck);
 	}
 	if (!r) {
-		fprintf(ck.out, "[5/6] checking csums\n");
+		fprintf(ck.out, "[5/7] checking csums\n");
 		r = check_csums(&ck);
 	}
 	if (!r) {
-		fprintf(ck.out, "[6/6] checking the free-space tree\n");
+		fprintf(ck.out, "[6/7] checking the free-space tree\n");
 		r = check_free_space(&ck);
 	}
+	if (!r)
+		r = check_qgroups(&ck);
 	state_free(&st);
 	if (r)
 		return ref_fail(fs, -r, "check stopped: %s", r == -ENOMEM ? "out of memory" : fs->err);

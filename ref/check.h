@@ -84,5 +84,6 @@ int check_extents(struct check *ck);
 int check_chunks(struct check *ck);
 int check_csums(struct check *ck);
 int check_free_space(struct check *ck);
+int check_qgroups(struct check *ck);
 
 #endif

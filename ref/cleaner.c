@@ -17,6 +17,7 @@
  * children referenced by it rather than by the dead root: the kernel's
  * UPDATE_BACKREF stage), since the dead root's keyed references die with it.
  */
+#include "ref/qgroup.h"
 #include "ref/rw.h"
 
 #include <errno.h>
@@ -88,6 +89,11 @@ static int drop_block(ref_fs *fs, const struct drop *dr, uint64_t bytenr, uint64
 		if (b->owner == dr->root && !full && !(r = share_children(fs, b, true, +1)) &&
 		    !(r = share_children(fs, b, false, -1)))
 			r = dref_tree_flags(fs, bytenr, level, BTRFS_BLOCK_FLAG_FULL_BACKREF);
+		/* Everything below stops being the dead tree's without a
+		 * reference changing: quota groups are told (the kernel's
+		 * btrfs_qgroup_trace_subtree). */
+		if (!r)
+			r = qg_trace_subtree(fs, b);
 		if (!r && b->owner == dr->root)
 			r = convert_children(fs, dr, b, depth);
 		if (!r)

@@ -10,6 +10,7 @@
  */
 #include "faults/points.h"
 #include "ref/mutant.h"
+#include "ref/qgroup.h"
 #include "ref/rw.h"
 
 #include <errno.h>
@@ -171,7 +172,9 @@ static int settle_round(ref_fs *fs, bool *work)
 			*work = true;
 		}
 	}
-	return r;
+	/* Quota groups last: they count the extents whose references the
+	 * round's delayed refs changed (qgroup.h). */
+	return r ? r : qg_settle(fs, work);
 }
 
 static int write_blocks(ref_fs *fs)
@@ -329,6 +332,7 @@ int rw_commit(ref_fs *fs)
 	for (size_t i = 0; i < rw->ntrees; i++)
 		rw->trees[i]->dirty = false;
 	alloc_unpin_all(fs);
+	qg_committed(fs);
 	return 0;
 }
 

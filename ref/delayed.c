@@ -7,6 +7,7 @@
  */
 #include "faults/points.h"
 #include "ref/extent.h"
+#include "ref/qgroup.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -202,6 +203,8 @@ static int run_extent(ref_fs *fs, struct dref *d)
 		return 0; /* made and freed in this transaction (its space is free already) */
 	if (existed && d->total == 0 && !d->set_flags && !moved)
 		return 0;
+	if ((r = qg_note_extent(fs, d)))
+		return r;
 	struct extent_refs x;
 	memset(&x, 0, sizeof(x));
 	if (existed && (r = extent_load(fs, et, &key, &x))) {

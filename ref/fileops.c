@@ -4,6 +4,7 @@
  * EOPNOTSUPP) and space reserved before anything changes; the first three
  * remove the file's capabilities (vfs_killpriv).
  */
+#include "ref/qgroup.h"
 #include "ref/vfs_int.h"
 
 #include <errno.h>
@@ -34,6 +35,17 @@ static unsigned data_items(const ref_fs *fs, uint64_t len)
 	return (unsigned)(8 + 2 * extents + csum_leaves);
 }
 
+/* The bytes of the sectors [off, off + len) touches: what a write or an
+ * allocation of that range may add to its subvolume's quota group. */
+static uint64_t sector_span(const ref_fs *fs, uint64_t off, uint64_t len)
+{
+	if (!len)
+		return 0;
+	uint64_t s = fs->sectorsize, start = off / s * s;
+	uint64_t end = off + len > UINT64_MAX - s ? UINT64_MAX / s * s : (off + len + s - 1) / s * s;
+	return end - start;
+}
+
 ssize_t ref_write(ref_fs *fs, const char *path, const void *buf, size_t len, uint64_t off)
 {
 	struct ref_ino ino;
@@ -45,7 +57,8 @@ ssize_t ref_write(ref_fs *fs, const char *path, const void *buf, size_t len, uin
 	 * maximum file size is that same value, so EFBIG cannot happen). */
 	if (off > VFS_MAX_FILE_SIZE || len > VFS_MAX_FILE_SIZE - off)
 		return vfs_end(fs, ref_fail(fs, EINVAL, "the write would pass the largest file offset"));
-	if ((r = alloc_reserve_data(fs, len + 2 * (uint64_t)fs->sectorsize)))
+	if ((r = alloc_reserve_data(fs, len + 2 * (uint64_t)fs->sectorsize)) ||
+	    (r = qg_reserve(fs, ino.subvol, sector_span(fs, off, len))))
 		return vfs_end(fs, r);
 	/* btrfs_buffered_write: a write of no bytes ends before file_remove_privs. */
 	if (len && (r = vfs_killpriv(fs, &ino, items, false)))
@@ -103,7 +116,8 @@ int ref_fallocate(ref_fs *fs, const char *path, int mode, uint64_t off, uint64_t
 	int r = vfs_begin(fs, items, punch);
 	if (r || (r = falloc_args(fs, path, mode, off, len, &ino)))
 		return vfs_end(fs, r);
-	if ((r = alloc_reserve_data(fs, (punch ? 0 : len) + 2 * (uint64_t)fs->sectorsize)))
+	if ((r = alloc_reserve_data(fs, (punch ? 0 : len) + 2 * (uint64_t)fs->sectorsize)) ||
+	    (!punch && (r = qg_reserve(fs, ino.subvol, sector_span(fs, off, len)))))
 		return vfs_end(fs, r);
 	/* btrfs_fallocate, btrfs_punch_hole: file_modified.  (The kernel skips
 	 * it when the whole range to punch lies in one hole of its extent-map

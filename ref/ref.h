@@ -197,6 +197,30 @@ int ref_listxattr(ref_fs *fs, const struct ref_ino *ino, ref_xattr_fn fn, void *
  * errors met. */
 void ref_read_stats(const ref_fs *fs, uint64_t *repaired, uint64_t *csum_errors);
 
+/* ---- Quota groups (qgroup.c) ---- */
+
+/* One level-0 quota group: a subvolume's referenced and exclusive bytes (data
+ * extents and tree blocks, whole extents: an extent partly referenced counts
+ * whole), and its limits.  id is the qgroupid (level << 48 | subvolume). */
+struct ref_qgroup {
+	uint64_t id;
+	uint64_t generation;    /* the transaction that last changed its numbers */
+	uint64_t rfer, excl;    /* rfer_cmpr and excl_cmpr are kept equal, as the kernel's */
+	uint64_t limit_flags;   /* BTRFS_QGROUP_LIMIT_MAX_RFER / _MAX_EXCL */
+	uint64_t max_rfer, max_excl;
+};
+/* Whether quota groups are enabled (the quota tree exists) and its status
+ * item's flags (BTRFS_QGROUP_STATUS_FLAG_*). */
+int ref_qgroup_status(ref_fs *fs, bool *enabled, uint64_t *flags);
+/* The quota groups the quota tree holds (its INFO and LIMIT items), ascending
+ * id; free *out.  -ENOENT when quotas are not enabled. */
+int ref_qgroup_list(ref_fs *fs, struct ref_qgroup **out, size_t *n);
+/* The numbers recounted from scratch, as a rescan computes them: every
+ * subvolume tree walked (a deleted one as far as the cleaner left it), each
+ * extent counted once per subvolume that reaches it.  One entry per
+ * subvolume, ascending; limits and generation left 0; free *out. */
+int ref_qgroup_recount(ref_fs *fs, struct ref_qgroup **out, size_t *n);
+
 /* ---- Checking ---- */
 
 struct ref_check_opts {

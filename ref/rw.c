@@ -3,6 +3,7 @@
  * write path supports, the trees changed in the running transaction, and the
  * dirty blocks of the block cache.
  */
+#include "ref/qgroup.h"
 #include "ref/rw.h"
 
 #include <errno.h>
@@ -207,9 +208,6 @@ static int check_features(ref_fs *fs)
 		    fs->chunks[i].type & BTRFS_BLOCK_GROUP_METADATA)
 			return ref_fail(fs, EROFS, "mixed block groups are not supported for writing");
 	}
-	struct ref_root q;
-	if (!ref_find_root(fs, BTRFS_QUOTA_TREE_OBJECTID, &q))
-		return ref_fail(fs, EROFS, "quota groups are enabled; keeping them is not implemented");
 	return 0;
 }
 
@@ -237,7 +235,7 @@ int rw_init(ref_fs *fs)
 	if ((r = rw_tree_add(fs, &fs->tree_root, 0, &t)) ||
 	    (r = rw_tree_add(fs, &fs->chunk_root, 0, &t)))
 		goto fail;
-	if ((r = alloc_load(fs)))
+	if ((r = alloc_load(fs)) || (r = qg_load(fs)))
 		goto fail;
 	return 0;
 fail:
@@ -263,6 +261,7 @@ void rw_free(ref_fs *fs)
 	rset_free(&rw->pinned);
 	dref_free_all(fs);
 	free(rw->pending);
+	qg_free(fs);
 	free(rw->devs);
 	free(rw);
 	fs->rw = NULL;

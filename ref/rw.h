@@ -151,6 +151,7 @@ struct rw_state {
 	uint64_t mods;     /* tree changes so far (an operation that fails after one aborts) */
 	uint64_t op_mark;  /* mods when the running operation began */
 	uint8_t chunk_tree_uuid[BTRFS_UUID_SIZE]; /* every tree block header carries it */
+	struct qg_state *qg; /* quota groups (qgroup.h); NULL when quotas are off */
 };
 
 /* rw.c (the mounted state) */

@@ -7,6 +7,7 @@
  * uuid in the uuid tree.  Each call commits before it returns, as `btrfs
  * subvolume snapshot` waits for the transaction that makes the snapshot.
  */
+#include "ref/qgroup.h"
 #include "ref/vfs_int.h"
 
 #include <errno.h>
@@ -171,7 +172,7 @@ int ref_subvol_create(ref_fs *fs, const char *path, uint64_t *id_out)
 	if (r || (r = new_subvol_id(fs, &id)))
 		return end_commit(fs, r);
 	struct rw_tree *t;
-	if ((r = bt_new_tree(fs, id, &t)))
+	if ((r = bt_new_tree(fs, id, &t)) || (r = qg_subvol_created(fs, id)))
 		return end_commit(fs, r);
 	/* The root directory, its own parent through "..". */
 	struct btrfs_timespec now;
@@ -240,7 +241,8 @@ int ref_snapshot(ref_fs *fs, const char *src, const char *dest, bool readonly, u
 	struct ref_key skey;
 	struct rw_tree *st, *t;
 	if ((r = root_item_read(fs, sino.subvol, &ri, &skey)) ||
-	    (r = rw_tree_get(fs, sino.subvol, &st)) || (r = bt_snapshot_root(fs, st, id, &t)))
+	    (r = rw_tree_get(fs, sino.subvol, &st)) || (r = bt_snapshot_root(fs, st, id, &t)) ||
+	    (r = qg_snapshot(fs, sino.subvol, id)))
 		return end_commit(fs, r);
 	t->rdonly = readonly;
 	/* The source remembers the snapshot: its blocks up to now may be shared. */

@@ -94,6 +94,22 @@ int ref_subvol_sync(ref_fs *fs);
 /* Makes subvolume id (0: the top level) the default (btrfs subvolume set-default). */
 int ref_subvol_set_default(ref_fs *fs, uint64_t id);
 
+/* ---- Quota groups (qgroup.c); each call commits before it returns ---- */
+
+/* Enables quota groups (btrfs quota enable): the quota tree, a level-0 group
+ * for every subvolume, their numbers counted at once (the rescan done before
+ * returning).  0 when already enabled. */
+int ref_qgroup_enable(ref_fs *fs);
+/* Sets limits of qgroup id (btrfs qgroup limit): flags names the limits to
+ * change (BTRFS_QGROUP_LIMIT_MAX_RFER / _MAX_EXCL), each to its maximum, or
+ * removed when that maximum is UINT64_MAX ("none"); limits not named stay.
+ * -ENOTCONN when quotas are off, -ENOENT when there is no such group.  Data
+ * writes and allocations that would take a group past a limit fail with
+ * EDQUOT, whole (ref counts the data of the running transaction against it;
+ * metadata counts once committed). */
+int ref_qgroup_limit(ref_fs *fs, uint64_t id, uint64_t flags, uint64_t max_rfer,
+		     uint64_t max_excl);
+
 /* stat (follow = true) or lstat. */
 int ref_stat_path(ref_fs *fs, const char *path, bool follow, struct ref_stat *st);
 /* The inode a path names (following symlinks when follow). */

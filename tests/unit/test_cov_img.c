@@ -6,7 +6,7 @@
  * renamed, linked, given xattrs and removed.  Then the mount refusals: each
  * feature the write path does not keep correct makes ref_mount fail with
  * EROFS and the reason (no skinny metadata, no free-space tree, mixed block
- * groups, quotas, a log tree, RAID5/6 chunks, a missing device), while the
+ * groups, a log tree, RAID5/6 chunks, a missing device), while the
  * read path still opens them; RAID5 and RAID6 volumes are read with one and
  * two devices missing, their tree blocks rebuilt from parity.
  * Skipped when mkfs.btrfs is not installed.
@@ -339,7 +339,6 @@ Test(cov_img, mount_refusals)
 	expect_refused("-O ^skinny-metadata", "skinny-metadata");
 	expect_refused("-R ^free-space-tree", "free-space tree");
 	expect_refused("-M", "incompat features 0x4"); /* MIXED_GROUPS */
-	expect_refused("-R quota", "quota");
 }
 
 Test(cov_img, log_tree_refused)

@@ -1,0 +1,678 @@
+/*
+ * qgroup.c - quota groups: the quota tree's items, the accounting at each
+ * commit, limits, and the calls of ref.h and vfs.h.  qgroup.h says how the
+ * numbers move.
+ *
+ * The quota tree (QUOTA_TREE, 8) holds a status item (0, QGROUP_STATUS, 0)
+ * whose generation every commit rewrites (the kernel marks quotas
+ * inconsistent when it lags the superblock's), and per group an INFO item
+ * (0, QGROUP_INFO, id), rewritten with the transaction's id when its numbers
+ * change, and a LIMIT item (0, QGROUP_LIMIT, id).
+ */
+#include "ref/qgroup.h"
+#include "ref/vfs.h"
+
+#include <errno.h>
+#include <linux/btrfs.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The status item as the kernel writes it now: with enable_gen (used by
+ * simple quotas only; 0 here), 40 bytes. */
+struct qg_status_disk {
+	struct btrfs_qgroup_status_item s;
+	__le64 enable_gen;
+} __attribute__((packed));
+
+#define QG_NO_RESCAN UINT64_MAX /* the status item's rescan field when none runs */
+
+/* ---- Reading the quota tree (any mount) ---- */
+
+static int quota_root(ref_fs *fs, struct ref_root *q)
+{
+	int r = ref_find_root(fs, BTRFS_QUOTA_TREE_OBJECTID, q);
+	return r == -ENOENT ? ref_fail(fs, ENOTCONN, "quota groups are not enabled") : r;
+}
+
+int ref_qgroup_status(ref_fs *fs, bool *enabled, uint64_t *flags)
+{
+	struct ref_root q;
+	struct ref_path p;
+	struct ref_key k;
+	const uint8_t *d;
+	uint32_t size;
+	*enabled = false;
+	*flags = 0;
+	int r = quota_root(fs, &q);
+	if (r == -ENOTCONN)
+		return 0;
+	if (r || (r = ref_find_first(fs, &q, 0, BTRFS_QGROUP_STATUS_KEY, &p, &k, &d, &size)))
+		return r == -ENOENT ? ref_fail(fs, EUCLEAN, "the quota tree has no status item") : r;
+	if (size < sizeof(struct btrfs_qgroup_status_item))
+		r = ref_fail(fs, EUCLEAN, "quota status item is %u bytes", size);
+	else
+		*flags = LE64(((const struct btrfs_qgroup_status_item *)d)->flags);
+	ref_path_release(fs, &p);
+	*enabled = !r;
+	return r;
+}
+
+/* The entry for id in a list sorted by id, appended when absent. */
+static struct ref_qgroup *list_entry(struct ref_qgroup **list, size_t *n, size_t *cap, uint64_t id)
+{
+	if (*n && (*list)[*n - 1].id == id)
+		return &(*list)[*n - 1];
+	for (size_t i = 0; i < *n; i++)
+		if ((*list)[i].id == id)
+			return &(*list)[i];
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 16;
+		void *p = realloc(*list, nc * sizeof(**list));
+		if (!p)
+			return NULL;
+		*list = p;
+		*cap = nc;
+	}
+	struct ref_qgroup *e = &(*list)[(*n)++];
+	memset(e, 0, sizeof(*e));
+	e->id = id;
+	return e;
+}
+
+/* Decodes one INFO or LIMIT item into its group's entry. */
+static int decode_item(ref_fs *fs, const struct ref_key *k, const uint8_t *d, uint32_t size,
+		       struct ref_qgroup *e)
+{
+	if (k->type == BTRFS_QGROUP_INFO_KEY) {
+		if (size < sizeof(struct btrfs_qgroup_info_item))
+			return ref_fail(fs, EUCLEAN, "qgroup %llu: info item is %u bytes",
+					(unsigned long long)k->offset, size);
+		const struct btrfs_qgroup_info_item *ii = (const void *)d;
+		e->generation = LE64(ii->generation);
+		e->rfer = LE64(ii->rfer);
+		e->excl = LE64(ii->excl);
+	} else {
+		if (size < sizeof(struct btrfs_qgroup_limit_item))
+			return ref_fail(fs, EUCLEAN, "qgroup %llu: limit item is %u bytes",
+					(unsigned long long)k->offset, size);
+		const struct btrfs_qgroup_limit_item *li = (const void *)d;
+		e->limit_flags = LE64(li->flags);
+		e->max_rfer = LE64(li->max_rfer);
+		e->max_excl = LE64(li->max_excl);
+	}
+	return 0;
+}
+
+int ref_qgroup_list(ref_fs *fs, struct ref_qgroup **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	size_t cap = 0;
+	struct ref_root q;
+	struct ref_path p = { .levels = 0 };
+	struct ref_key k = { 0, BTRFS_QGROUP_INFO_KEY, 0 };
+	int r = quota_root(fs, &q);
+	if (!r)
+		r = ref_search(fs, &q, &k, &p);
+	while (r == 0) {
+		const uint8_t *d;
+		uint32_t size;
+		ref_path_item(&p, &k, &d, &size);
+		if (k.objectid != 0 || k.type > BTRFS_QGROUP_LIMIT_KEY)
+			break;
+		if (k.type == BTRFS_QGROUP_INFO_KEY || k.type == BTRFS_QGROUP_LIMIT_KEY) {
+			struct ref_qgroup *e = list_entry(out, n, &cap, k.offset);
+			if (!e) {
+				r = ref_fail(fs, ENOMEM, "out of memory");
+				break;
+			}
+			if ((r = decode_item(fs, &k, d, size, e)))
+				break;
+		}
+		r = ref_next(fs, &p);
+	}
+	ref_path_release(fs, &p);
+	if (r < 0) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+		return r;
+	}
+	/* INFO items come first, LIMIT items after, each ascending: sorted. */
+	return 0;
+}
+
+int ref_qgroup_recount(ref_fs *fs, struct ref_qgroup **out, size_t *n)
+{
+	return qg_recount(fs, out, n);
+}
+
+/* ---- The groups of a mounted file system ---- */
+
+static struct qg_group *group_find(struct qg_state *q, uint64_t id)
+{
+	size_t lo = 0, hi = q->ngroups;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (q->groups[mid].id == id)
+			return &q->groups[mid];
+		if (q->groups[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static struct qg_group *group_add(ref_fs *fs, struct qg_state *q, uint64_t id)
+{
+	struct qg_group *g = group_find(q, id);
+	if (g)
+		return g;
+	if (q->ngroups == q->groups_cap) {
+		size_t nc = q->groups_cap ? q->groups_cap * 2 : 16;
+		void *p = realloc(q->groups, nc * sizeof(*q->groups));
+		if (!p) {
+			ref_fail(fs, ENOMEM, "out of memory");
+			return NULL;
+		}
+		q->groups = p;
+		q->groups_cap = nc;
+	}
+	size_t at = 0;
+	while (at < q->ngroups && q->groups[at].id < id)
+		at++;
+	memmove(q->groups + at + 1, q->groups + at, (q->ngroups - at) * sizeof(*q->groups));
+	q->ngroups++;
+	g = &q->groups[at];
+	memset(g, 0, sizeof(*g));
+	g->id = id;
+	return g;
+}
+
+/* Takes the recounted numbers (a rescan) into the groups. */
+static int rescan(ref_fs *fs, struct qg_state *q)
+{
+	struct ref_qgroup *c;
+	size_t n;
+	int r = qg_recount(fs, &c, &n);
+	if (r)
+		return r;
+	for (size_t i = 0; i < q->ngroups; i++) {
+		struct qg_group *g = &q->groups[i];
+		g->rfer = g->excl = 0;
+		g->dirty = true;
+		for (size_t j = 0; j < n; j++)
+			if (c[j].id == g->id) {
+				g->rfer = c[j].rfer;
+				g->excl = c[j].excl;
+			}
+	}
+	free(c);
+	q->flags &= ~(uint64_t)(BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT | BTRFS_QGROUP_STATUS_FLAG_RESCAN);
+	return 0;
+}
+
+/* One item of the quota tree at mount. */
+static int load_item(ref_fs *fs, struct qg_state *q, const struct ref_key *k, const uint8_t *d,
+		     uint32_t size)
+{
+	if (k->type == BTRFS_QGROUP_STATUS_KEY) {
+		if (size < sizeof(struct btrfs_qgroup_status_item))
+			return ref_fail(fs, EUCLEAN, "quota status item is %u bytes", size);
+		const struct btrfs_qgroup_status_item *s = (const void *)d;
+		q->flags = LE64(s->flags);
+		if (LE64(s->version) != BTRFS_QGROUP_STATUS_VERSION ||
+		    q->flags & ~(uint64_t)BTRFS_QGROUP_STATUS_FLAGS_MASK)
+			return ref_fail(fs, EROFS,
+					"quota status version %llu, flags 0x%llx: not supported for writing (simple quotas?)",
+					(unsigned long long)LE64(s->version),
+					(unsigned long long)q->flags);
+		return 0;
+	}
+	if (k->type == BTRFS_QGROUP_RELATION_KEY || btrfs_qgroup_level(k->offset))
+		return ref_fail(fs, EROFS,
+				"quota group %u/%llu: groups above level 0 are not implemented for writing",
+				btrfs_qgroup_level(k->offset),
+				(unsigned long long)(k->offset & ((1ULL << BTRFS_QGROUP_LEVEL_SHIFT) - 1)));
+	if (k->type != BTRFS_QGROUP_INFO_KEY && k->type != BTRFS_QGROUP_LIMIT_KEY)
+		return 0;
+	struct ref_qgroup e = { 0 };
+	struct qg_group *g = group_add(fs, q, k->offset);
+	int r = g ? decode_item(fs, k, d, size, &e) : -ENOMEM;
+	if (r)
+		return r;
+	if (k->type == BTRFS_QGROUP_INFO_KEY) {
+		g->rfer = e.rfer;
+		g->excl = e.excl;
+	} else {
+		g->limit_flags = e.limit_flags;
+		g->max_rfer = e.max_rfer;
+		g->max_excl = e.max_excl;
+		const struct btrfs_qgroup_limit_item *li = (const void *)d;
+		g->rsv_rfer = LE64(li->rsv_rfer);
+		g->rsv_excl = LE64(li->rsv_excl);
+	}
+	return 0;
+}
+
+int qg_load(ref_fs *fs)
+{
+	struct ref_root root;
+	if (ref_find_root(fs, BTRFS_QUOTA_TREE_OBJECTID, &root))
+		return 0; /* quotas off */
+	struct qg_state *q = calloc(1, sizeof(*q));
+	if (!q)
+		return ref_fail(fs, ENOMEM, "out of memory");
+	fs->rw->qg = q;
+	struct ref_path p;
+	struct ref_key k = { 0, 0, 0 };
+	bool status = false;
+	int r = ref_search(fs, &root, &k, &p);
+	while (r == 0) {
+		const uint8_t *d;
+		uint32_t size;
+		ref_path_item(&p, &k, &d, &size);
+		status |= k.type == BTRFS_QGROUP_STATUS_KEY;
+		if ((r = load_item(fs, q, &k, d, size)))
+			break;
+		r = ref_next(fs, &p);
+	}
+	ref_path_release(fs, &p);
+	if (r < 0)
+		return r;
+	if (!status)
+		return ref_fail(fs, EUCLEAN, "the quota tree has no status item");
+	/* Numbers a rescan never finished, or that a kernel declared stale, are
+	 * counted again now: a rescan at mount. */
+	if (q->flags & (BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT | BTRFS_QGROUP_STATUS_FLAG_RESCAN)) {
+		ref_log(fs, "quota groups marked inconsistent: counted again at mount");
+		return rescan(fs, q);
+	}
+	return 0;
+}
+
+void qg_free(ref_fs *fs)
+{
+	struct qg_state *q = fs->rw ? fs->rw->qg : NULL;
+	if (!q)
+		return;
+	free(q->groups);
+	free(q->extents);
+	free(q->snaps);
+	u64map_free(&q->extent_idx);
+	free(q);
+	fs->rw->qg = NULL;
+}
+
+/* ---- Accounting ---- */
+
+static int note(ref_fs *fs, uint64_t bytenr, uint64_t num_bytes, bool tree, uint8_t level)
+{
+	struct qg_state *q = fs->rw->qg;
+	uint64_t *ix = u64map_get(&q->extent_idx, bytenr, true);
+	if (!ix)
+		return ref_fail(fs, ENOMEM, "out of memory");
+	if (*ix)
+		return 0;
+	if (q->nextents == q->extents_cap) {
+		size_t nc = q->extents_cap ? q->extents_cap * 2 : 64;
+		void *p = realloc(q->extents, nc * sizeof(*q->extents));
+		if (!p)
+			return ref_fail(fs, ENOMEM, "out of memory");
+		q->extents = p;
+		q->extents_cap = nc;
+	}
+	q->extents[q->nextents] = (struct qg_extent){ bytenr, num_bytes, tree, level };
+	*ix = ++q->nextents;
+	return 0;
+}
+
+int qg_note_extent(ref_fs *fs, const struct dref *d)
+{
+	if (!fs->rw->qg)
+		return 0;
+	bool fstree = !d->tree;
+	for (size_t i = 0; i < d->nrefs && !fstree; i++)
+		fstree = d->refs[i].delta && (d->refs[i].parent || qg_is_fstree(d->refs[i].root));
+	return fstree ? note(fs, d->bytenr, d->num_bytes, d->tree, d->level) : 0;
+}
+
+static int trace(ref_fs *fs, const struct ref_block *b, int depth)
+{
+	if (depth > BTRFS_MAX_TREE_LEVEL)
+		return ref_fail(fs, EUCLEAN, "block %llu: tree deeper than %d levels",
+				(unsigned long long)b->bytenr, BTRFS_MAX_TREE_LEVEL);
+	int r = 0;
+	for (uint32_t i = 0; i < blk_nritems(b->data) && !r; i++) {
+		if (!b->level) {
+			struct ref_key k;
+			blk_key(b->data, (int)i, &k);
+			const struct btrfs_file_extent_item *fi =
+				(const void *)leaf_data((uint8_t *)b->data, (int)i);
+			if (k.type == BTRFS_EXTENT_DATA_KEY &&
+			    leaf_item_size(b->data, (int)i) >= sizeof(*fi) &&
+			    fi->type != BTRFS_FILE_EXTENT_INLINE && LE64(fi->disk_bytenr))
+				r = note(fs, LE64(fi->disk_bytenr), LE64(fi->disk_num_bytes), false, 0);
+			continue;
+		}
+		uint64_t gen, child = node_ptr(b->data, (int)i, &gen);
+		struct ref_block *c;
+		if ((r = note(fs, child, fs->nodesize, true, (uint8_t)(b->level - 1))) ||
+		    (r = ref_read_block(fs, child, gen, b->level - 1, 0, &c)))
+			break;
+		r = trace(fs, c, depth + 1);
+		ref_block_put(fs, c);
+	}
+	return r;
+}
+
+int qg_trace_subtree(ref_fs *fs, const struct ref_block *b)
+{
+	return fs->rw->qg ? trace(fs, b, 0) : 0;
+}
+
+/* Moves the groups' numbers by one extent's change of hands. */
+static void account_extent(ref_fs *fs, const struct qg_extent *e, const struct qg_roots *old,
+			   const struct qg_roots *new)
+{
+	struct qg_state *q = fs->rw->qg;
+	for (int pass = 0; pass < 2; pass++) {
+		const struct qg_roots *set = pass ? new : old;
+		for (size_t i = 0; i < set->n; i++) {
+			uint64_t id = set->ids[i];
+			if (pass && qg_roots_has(old, id))
+				continue; /* (done in the first pass) */
+			struct qg_group *g = group_find(q, id);
+			if (!g)
+				continue;
+			int64_t rfer = (int64_t)qg_roots_has(new, id) - (int64_t)qg_roots_has(old, id);
+			int64_t excl = (int64_t)(new->n == 1 && new->ids[0] == id) -
+				       (int64_t)(old->n == 1 && old->ids[0] == id);
+			if ((rfer < 0 && g->rfer < e->num_bytes) || (excl < 0 && g->excl < e->num_bytes)) {
+				ref_log(fs, "qgroup 0/%llu: numbers below zero at extent %llu: marked inconsistent",
+					(unsigned long long)id, (unsigned long long)e->bytenr);
+				q->flags |= BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT;
+				continue;
+			}
+			g->rfer += (uint64_t)rfer * e->num_bytes;
+			g->excl += (uint64_t)excl * e->num_bytes;
+			g->dirty |= rfer || excl;
+		}
+	}
+}
+
+static int account(ref_fs *fs)
+{
+	struct qg_state *q = fs->rw->qg;
+	struct qg_view *ov = NULL, *nv = NULL;
+	struct qg_roots old = { 0 }, new = { 0 };
+	int r = qg_view_open(fs, true, &ov);
+	if (!r)
+		r = qg_view_open(fs, false, &nv);
+	for (size_t i = 0; !r && i < q->nextents; i++) {
+		const struct qg_extent *e = &q->extents[i];
+		if ((r = qg_view_roots(ov, e, &old)) || (r = qg_view_roots(nv, e, &new)))
+			break;
+		/* A snapshot made in this transaction reached, as of the last
+		 * commit, all that its source reached. */
+		for (size_t s = 0; s < q->nsnaps && !r; s++)
+			if (qg_roots_has(&old, q->snaps[s].src))
+				r = qg_roots_add(&old, q->snaps[s].dst) ? ref_fail(fs, ENOMEM, "out of memory") : 0;
+		if (!r)
+			account_extent(fs, e, &old, &new);
+	}
+	qg_roots_free(&old);
+	qg_roots_free(&new);
+	qg_view_close(ov);
+	qg_view_close(nv);
+	q->nextents = 0;
+	q->nsnaps = 0;
+	u64map_free(&q->extent_idx);
+	return r;
+}
+
+/* Writes an item of the quota tree, inserting it when absent. */
+static int put_item(ref_fs *fs, struct rw_tree *t, uint8_t type, uint64_t offset, const void *data,
+		    uint32_t size)
+{
+	struct ref_key k = { 0, type, offset };
+	struct ref_path p;
+	int r = bt_lookup_cow(fs, t, &k, &p);
+	if (r == -ENOENT)
+		return bt_insert_data(fs, t, &k, data, size);
+	if (r)
+		return r;
+	uint32_t have;
+	uint8_t *d = bt_item(&p, &have);
+	memcpy(d, data, have < size ? have : size);
+	ref_path_release(fs, &p);
+	return 0;
+}
+
+static int write_status(ref_fs *fs, struct rw_tree *t)
+{
+	struct qg_status_disk st = {
+		{ htole64(BTRFS_QGROUP_STATUS_VERSION), htole64(fs->rw->transid),
+		  htole64(fs->rw->qg->flags), htole64(QG_NO_RESCAN) },
+		0
+	};
+	return put_item(fs, t, BTRFS_QGROUP_STATUS_KEY, 0, &st, sizeof(st));
+}
+
+static int write_group(ref_fs *fs, struct rw_tree *t, struct qg_group *g)
+{
+	int r = 0;
+	if (g->dirty || g->is_new) {
+		struct btrfs_qgroup_info_item ii = { htole64(fs->rw->transid), htole64(g->rfer),
+						     htole64(g->rfer), htole64(g->excl),
+						     htole64(g->excl) };
+		r = put_item(fs, t, BTRFS_QGROUP_INFO_KEY, g->id, &ii, sizeof(ii));
+	}
+	if (!r && (g->limit_dirty || g->is_new)) {
+		struct btrfs_qgroup_limit_item li = { htole64(g->limit_flags), htole64(g->max_rfer),
+						      htole64(g->max_excl), htole64(g->rsv_rfer),
+						      htole64(g->rsv_excl) };
+		r = put_item(fs, t, BTRFS_QGROUP_LIMIT_KEY, g->id, &li, sizeof(li));
+	}
+	if (!r)
+		g->dirty = g->limit_dirty = g->is_new = false;
+	return r;
+}
+
+int qg_settle(ref_fs *fs, bool *work)
+{
+	struct qg_state *q = fs->rw->qg;
+	if (!q)
+		return 0;
+	int r = q->nextents ? account(fs) : 0;
+	bool items = !q->status_written;
+	for (size_t i = 0; i < q->ngroups && !items; i++)
+		items = q->groups[i].dirty || q->groups[i].limit_dirty || q->groups[i].is_new;
+	if (r || !items)
+		return r;
+	struct rw_tree *t;
+	if ((r = rw_tree_get(fs, BTRFS_QUOTA_TREE_OBJECTID, &t)) || (r = write_status(fs, t)))
+		return r;
+	for (size_t i = 0; i < q->ngroups && !r; i++)
+		r = write_group(fs, t, &q->groups[i]);
+	q->status_written = true;
+	*work = true;
+	return r;
+}
+
+void qg_committed(ref_fs *fs)
+{
+	struct qg_state *q = fs->rw->qg;
+	if (!q)
+		return;
+	for (size_t i = 0; i < q->ngroups; i++)
+		q->groups[i].reserved = 0;
+	q->status_written = false;
+}
+
+int qg_subvol_created(ref_fs *fs, uint64_t id)
+{
+	struct qg_state *q = fs->rw->qg;
+	if (!q)
+		return 0;
+	struct qg_group *g = group_add(fs, q, id);
+	if (!g)
+		return -ENOMEM;
+	g->rfer = g->excl = 0;
+	g->dirty = true;
+	g->is_new |= !g->limit_flags; /* (a group made beforehand keeps its limit item) */
+	return 0;
+}
+
+int qg_snapshot(ref_fs *fs, uint64_t src, uint64_t dst)
+{
+	struct qg_state *q = fs->rw->qg;
+	if (!q)
+		return 0;
+	if (q->nsnaps == q->snaps_cap) {
+		size_t nc = q->snaps_cap ? q->snaps_cap * 2 : 4;
+		void *p = realloc(q->snaps, nc * sizeof(*q->snaps));
+		if (!p)
+			return ref_fail(fs, ENOMEM, "out of memory");
+		q->snaps = p;
+		q->snaps_cap = nc;
+	}
+	q->snaps[q->nsnaps++] = (struct qg_snap){ src, dst };
+	int r = qg_subvol_created(fs, dst);
+	struct qg_group *s = group_find(q, src), *d = group_find(q, dst);
+	if (r)
+		return r;
+	if (!s) { /* no numbers to inherit */
+		q->flags |= BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT;
+		return 0;
+	}
+	/* Everything the source reached is shared with the copy now; the root
+	 * blocks each get back as exclusive when the commit counts them. */
+	d->rfer = s->rfer;
+	s->excl = 0;
+	s->dirty = true;
+	return 0;
+}
+
+/* Whether bytes more would take group g past one of its limits. */
+static bool over_limit(const struct qg_group *g, uint64_t bytes)
+{
+	return (g->limit_flags & BTRFS_QGROUP_LIMIT_MAX_RFER &&
+		g->rfer + g->reserved + bytes > g->max_rfer) ||
+	       (g->limit_flags & BTRFS_QGROUP_LIMIT_MAX_EXCL &&
+		g->excl + g->reserved + bytes > g->max_excl);
+}
+
+int qg_reserve(ref_fs *fs, uint64_t subvol, uint64_t bytes)
+{
+	struct qg_state *q = fs->rw->qg;
+	struct qg_group *g = q ? group_find(q, subvol) : NULL;
+	if (!g || !bytes)
+		return 0;
+	if (over_limit(g, bytes) && g->reserved) {
+		/* What this transaction wrote may count for less once counted (an
+		 * overwrite frees what it replaces): count it, as the kernel
+		 * commits before it gives EDQUOT. */
+		int r = rw_commit(fs);
+		if (r)
+			return r;
+		g = group_find(q, subvol);
+	}
+	if (over_limit(g, bytes))
+		return ref_fail(fs, EDQUOT,
+				"subvolume %llu: %llu bytes more would pass its quota group's limit (referenced %llu, exclusive %llu)",
+				(unsigned long long)subvol, (unsigned long long)bytes,
+				(unsigned long long)g->rfer, (unsigned long long)g->excl);
+	g->reserved += bytes;
+	return 0;
+}
+
+/* ---- Enabling and limits (vfs.h) ---- */
+
+/* The quota tree, its root item, and a group for the top level and every
+ * linked subvolume, with the numbers counted now. */
+static int create_quota_tree(ref_fs *fs)
+{
+	struct qg_state *q = calloc(1, sizeof(*q));
+	if (!q)
+		return ref_fail(fs, ENOMEM, "out of memory");
+	fs->rw->qg = q;
+	q->flags = BTRFS_QGROUP_STATUS_FLAG_ON;
+	uint64_t *ids = NULL;
+	size_t n = 0;
+	int r = ref_subvol_ids(fs, &ids, &n);
+	if (!r && !group_add(fs, q, BTRFS_FS_TREE_OBJECTID))
+		r = -ENOMEM;
+	for (size_t i = 0; i < n && !r; i++)
+		if (!group_add(fs, q, ids[i]))
+			r = -ENOMEM;
+	free(ids);
+	for (size_t i = 0; i < q->ngroups; i++)
+		q->groups[i].is_new = true;
+	if (r || (r = rescan(fs, q)))
+		return r;
+	struct rw_tree *t, *rt;
+	if ((r = bt_new_tree(fs, BTRFS_QUOTA_TREE_OBJECTID, &t)) ||
+	    (r = rw_tree_get(fs, BTRFS_ROOT_TREE_OBJECTID, &rt)))
+		return r;
+	struct btrfs_root_item ri;
+	memset(&ri, 0, sizeof(ri));
+	ri.inode.generation = htole64(1);
+	ri.inode.nlink = htole32(1);
+	ri.inode.mode = htole32(040755);
+	ri.generation = ri.generation_v2 = htole64(fs->rw->transid);
+	ri.bytenr = htole64(t->root.bytenr);
+	ri.refs = htole32(1);
+	ri.bytes_used = htole64(fs->nodesize);
+	struct ref_key key = { BTRFS_QUOTA_TREE_OBJECTID, BTRFS_ROOT_ITEM_KEY, 0 };
+	return bt_insert_data(fs, rt, &key, &ri, sizeof(ri));
+}
+
+int ref_qgroup_enable(ref_fs *fs)
+{
+	int r = rw_check_writable(fs);
+	if (r || fs->rw->qg)
+		return r;
+	/* Counted on a settled file system: nothing pending in the extent tree. */
+	if ((r = rw_commit(fs)))
+		return r;
+	if ((r = create_quota_tree(fs))) {
+		fs->rw->failed = fs->rw->in_txn; /* (half a quota tree must not be committed) */
+		qg_free(fs);
+		return r;
+	}
+	fs->rw->in_txn = true;
+	return rw_commit(fs);
+}
+
+int ref_qgroup_limit(ref_fs *fs, uint64_t id, uint64_t flags, uint64_t max_rfer,
+		     uint64_t max_excl)
+{
+	int r = rw_check_writable(fs);
+	if (r)
+		return r;
+	struct qg_state *q = fs->rw->qg;
+	if (!q)
+		return ref_fail(fs, ENOTCONN, "quota groups are not enabled");
+	if (flags & ~(uint64_t)(BTRFS_QGROUP_LIMIT_MAX_RFER | BTRFS_QGROUP_LIMIT_MAX_EXCL))
+		return ref_fail(fs, EINVAL, "unknown limit flags 0x%llx", (unsigned long long)flags);
+	struct qg_group *g = group_find(q, id);
+	if (!g)
+		return ref_fail(fs, ENOENT, "no quota group %u/%llu", btrfs_qgroup_level(id),
+				(unsigned long long)(id & ((1ULL << BTRFS_QGROUP_LEVEL_SHIFT) - 1)));
+	/* As btrfs_limit_qgroup: only the limits named change; a maximum of
+	 * UINT64_MAX removes the limit. */
+	static const uint64_t bit[2] = { BTRFS_QGROUP_LIMIT_MAX_RFER, BTRFS_QGROUP_LIMIT_MAX_EXCL };
+	uint64_t *max[2] = { &g->max_rfer, &g->max_excl }, want[2] = { max_rfer, max_excl };
+	for (int i = 0; i < 2; i++) {
+		if (!(flags & bit[i]))
+			continue;
+		*max[i] = want[i] == UINT64_MAX ? 0 : want[i];
+		g->limit_flags = want[i] == UINT64_MAX ? g->limit_flags & ~bit[i]
+						       : g->limit_flags | bit[i];
+	}
+	g->limit_dirty = true;
+	fs->rw->in_txn = true;
+	return rw_commit(fs);
+}

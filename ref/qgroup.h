@@ -1,0 +1,98 @@
+/*
+ * qgroup.h - quota groups on the write path (ref/ only).
+ *
+ * Level-0 groups only: one per subvolume, numbered as the subvolume.  The
+ * numbers follow the kernel's accounting (fs/btrfs/qgroup.c): every extent
+ * whose references changed in the transaction is looked at twice at commit,
+ * in the last commit's trees and in the new ones, and the set of subvolumes
+ * that reach it in each (a walk up its back references, qgroup_roots.c)
+ * moves each group's referenced and exclusive bytes.  A snapshot is the
+ * exception, as in the kernel: it is counted by inheritance (qgroup_inherit)
+ * rather than extent by extent, since every block below the source's root
+ * changes hands without a reference changing.
+ */
+#ifndef BTRSIM_REF_QGROUP_H
+#define BTRSIM_REF_QGROUP_H
+
+#include "ref/rw.h"
+
+struct qg_group {
+	uint64_t id;
+	uint64_t rfer, excl;
+	uint64_t limit_flags, max_rfer, max_excl, rsv_rfer, rsv_excl;
+	uint64_t reserved;  /* data written in the running transaction, not yet counted */
+	bool dirty;         /* its INFO item needs writing */
+	bool limit_dirty;   /* its LIMIT item needs writing */
+	bool is_new;        /* no items yet */
+};
+
+/* An extent whose references changed in the running transaction. */
+struct qg_extent {
+	uint64_t bytenr, num_bytes;
+	bool tree;
+	uint8_t level;
+};
+
+/* A snapshot made in the running transaction: dst was src's tree as of the
+ * last commit (ref_snapshot commits first). */
+struct qg_snap {
+	uint64_t src, dst;
+};
+
+struct qg_state {
+	uint64_t flags; /* the status item's */
+	struct qg_group *groups; /* sorted by id */
+	size_t ngroups, groups_cap;
+	struct qg_extent *extents;
+	size_t nextents, extents_cap;
+	struct u64map extent_idx; /* bytenr -> index + 1 */
+	struct qg_snap *snaps;
+	size_t nsnaps, snaps_cap;
+	bool status_written; /* in the running transaction */
+};
+
+/* qgroup.c */
+/* Loads the quota tree's groups at mount (nothing when quotas are off). */
+int qg_load(ref_fs *fs);
+void qg_free(ref_fs *fs);
+/* Records an extent whose references change (delayed.c, when quotas are on). */
+int qg_note_extent(ref_fs *fs, const struct dref *d);
+/* Every block and data extent below b is about to change hands without its
+ * references changing (the cleaner dropping a shared subtree): each is
+ * recorded for accounting. */
+int qg_trace_subtree(ref_fs *fs, const struct ref_block *b);
+/* The accounting of the noted extents and the quota tree's items, at the end
+ * of each commit round; *work set when items were written. */
+int qg_settle(ref_fs *fs, bool *work);
+/* After a durable commit: reservations are counted now. */
+void qg_committed(ref_fs *fs);
+/* A new subvolume's group (ref_subvol_create). */
+int qg_subvol_created(ref_fs *fs, uint64_t id);
+/* A snapshot's group, inherited from its source's (ref_snapshot, right after
+ * the root is copied in a transaction that changed nothing before). */
+int qg_snapshot(ref_fs *fs, uint64_t src, uint64_t dst);
+/* Data about to be written to subvolume `subvol`: -EDQUOT past a limit. */
+int qg_reserve(ref_fs *fs, uint64_t subvol, uint64_t bytes);
+
+/* qgroup_roots.c: which subvolumes reach an extent. */
+struct qg_roots {
+	uint64_t *ids; /* sorted, distinct */
+	size_t n, cap;
+};
+/* The subvolumes that reach the extent in the last commit's trees (old) or
+ * in the running transaction's; *out's storage is reused across calls. */
+struct qg_view;
+int qg_view_open(ref_fs *fs, bool old, struct qg_view **out);
+void qg_view_close(struct qg_view *v);
+int qg_view_roots(struct qg_view *v, const struct qg_extent *e, struct qg_roots *out);
+void qg_roots_free(struct qg_roots *r);
+int qg_roots_add(struct qg_roots *r, uint64_t id);
+bool qg_roots_has(const struct qg_roots *r, uint64_t id);
+
+/* qgroup_count.c: the numbers from scratch (a rescan). */
+int qg_recount(ref_fs *fs, struct ref_qgroup **out, size_t *n);
+
+/* Subvolume trees: the top level and the ids a subvolume can have. */
+bool qg_is_fstree(uint64_t id);
+
+#endif

@@ -1,0 +1,191 @@
+/*
+ * qgroup_count.c - quota-group numbers counted from scratch, as a rescan
+ * does: every subvolume tree is walked from its root (a deleted one only as
+ * far as the cleaner left it), and every tree block and data extent met is
+ * counted once per subvolume that reaches it, whole (an extent's disk size,
+ * nodesize for a block).  An extent reached from one subvolume only is that
+ * subvolume's exclusive.
+ *
+ * The walks run one subvolume after the other, so "already counted for this
+ * subvolume" is "last seen by the walk running now".
+ */
+#include "ref/qgroup.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct count_ent {
+	uint64_t bytes;
+	uint64_t first, last; /* the first and the latest subvolume that reached it */
+	bool shared;
+};
+
+struct counter {
+	ref_fs *fs;
+	struct u64map idx; /* bytenr -> index + 1 */
+	struct count_ent *e;
+	size_t n, cap;
+	int drop_level;
+	struct ref_key drop_key;
+};
+
+static int count(struct counter *c, uint64_t bytenr, uint64_t bytes, struct ref_qgroup *q)
+{
+	uint64_t *ix = u64map_get(&c->idx, bytenr, true);
+	if (!ix)
+		return ref_fail(c->fs, ENOMEM, "out of memory");
+	if (*ix) {
+		struct count_ent *e = &c->e[*ix - 1];
+		if (e->last == q->id)
+			return 0;
+		e->last = q->id;
+		e->shared = true;
+		q->rfer += e->bytes;
+		return 0;
+	}
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 1024;
+		void *p = realloc(c->e, cap * sizeof(*c->e));
+		if (!p)
+			return ref_fail(c->fs, ENOMEM, "out of memory");
+		c->e = p;
+		c->cap = cap;
+	}
+	c->e[c->n] = (struct count_ent){ bytes, q->id, q->id, false };
+	*ix = ++c->n;
+	q->rfer += bytes;
+	return 0;
+}
+
+/* The data extents a leaf's file extent items point at. */
+static int count_leaf(struct counter *c, const struct ref_block *b, struct ref_qgroup *q)
+{
+	struct ref_path p = { .levels = 1 };
+	p.blk[0] = (struct ref_block *)b;
+	int r = 0;
+	for (uint32_t i = 0; i < blk_nritems(b->data) && !r; i++) {
+		struct ref_key k;
+		const uint8_t *d;
+		uint32_t size;
+		p.slot[0] = (int)i;
+		ref_path_item(&p, &k, &d, &size);
+		if (k.type != BTRFS_EXTENT_DATA_KEY)
+			continue;
+		const struct btrfs_file_extent_item *fi = (const void *)d;
+		if (size < sizeof(*fi) || fi->type == BTRFS_FILE_EXTENT_INLINE || !LE64(fi->disk_bytenr))
+			continue;
+		r = count(c, LE64(fi->disk_bytenr), LE64(fi->disk_num_bytes), q);
+	}
+	return r;
+}
+
+static int walk(struct counter *c, uint64_t bytenr, uint64_t gen, int level, struct ref_qgroup *q)
+{
+	int r = count(c, bytenr, c->fs->nodesize, q);
+	struct ref_block *b;
+	if (r || (r = ref_read_block(c->fs, bytenr, gen, level, 0, &b)))
+		return r;
+	if (!b->level)
+		r = count_leaf(c, b, q);
+	for (uint32_t i = 0; b->level && i < blk_nritems(b->data) && !r; i++) {
+		struct ref_key k;
+		blk_key(b->data, (int)i, &k);
+		if (b->level == c->drop_level && ref_key_cmp(&k, &c->drop_key) < 0)
+			continue; /* dropped by the cleaner */
+		uint64_t cgen, child = node_ptr(b->data, (int)i, &cgen);
+		r = walk(c, child, cgen, b->level - 1, q);
+	}
+	ref_block_put(c->fs, b);
+	return r;
+}
+
+/* Walks subvolume tree `id` with root item ri into a new entry of *out. */
+static int walk_subvol(struct counter *c, uint64_t id, const struct btrfs_root_item *ri,
+		       struct ref_qgroup **out, size_t *n, size_t *cap)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 16;
+		void *p = realloc(*out, nc * sizeof(**out));
+		if (!p)
+			return ref_fail(c->fs, ENOMEM, "out of memory");
+		*out = p;
+		*cap = nc;
+	}
+	struct ref_qgroup *q = &(*out)[(*n)++];
+	memset(q, 0, sizeof(*q));
+	q->id = id;
+	c->drop_level = -1;
+	if (ri->drop_progress.objectid) {
+		c->drop_level = ri->drop_level;
+		c->drop_key = (struct ref_key){ LE64(ri->drop_progress.objectid), ri->drop_progress.type,
+						LE64(ri->drop_progress.offset) };
+	}
+	if (ri->level >= BTRFS_MAX_TREE_LEVEL)
+		return ref_fail(c->fs, EUCLEAN, "subvolume %llu: root level %u",
+				(unsigned long long)id, ri->level);
+	return walk(c, LE64(ri->bytenr), LE64(ri->generation), ri->level, q);
+}
+
+/* The entry of subvolume id (walked, so present; entries ascend by id). */
+static struct ref_qgroup *find(struct ref_qgroup *q, size_t n, uint64_t id)
+{
+	size_t lo = 0, hi = n;
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+		if (q[mid].id <= id)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return &q[lo];
+}
+
+int qg_recount(ref_fs *fs, struct ref_qgroup **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	size_t cap = 0;
+	struct counter c = { .fs = fs };
+	struct ref_root tr;
+	struct ref_path p = { .levels = 0 };
+	int r = ref_find_root(fs, BTRFS_ROOT_TREE_OBJECTID, &tr);
+	struct ref_key k = { BTRFS_FS_TREE_OBJECTID, BTRFS_ROOT_ITEM_KEY, 0 };
+	if (!r)
+		r = ref_search(fs, &tr, &k, &p);
+	/* (The walks read other blocks; the root tree path is kept, as the
+	 * block cache holds what a path holds.) */
+	while (r == 0) {
+		const uint8_t *d;
+		uint32_t size;
+		ref_path_item(&p, &k, &d, &size);
+		if (k.objectid > BTRFS_LAST_FREE_OBJECTID)
+			break;
+		if (k.type == BTRFS_ROOT_ITEM_KEY && qg_is_fstree(k.objectid)) {
+			if (size < btrfs_legacy_root_item_size()) {
+				r = ref_fail(fs, EUCLEAN, "root item of tree %llu is %u bytes",
+					     (unsigned long long)k.objectid, size);
+				break;
+			}
+			struct btrfs_root_item ri;
+			memset(&ri, 0, sizeof(ri));
+			memcpy(&ri, d, size < sizeof(ri) ? size : sizeof(ri));
+			if ((r = walk_subvol(&c, k.objectid, &ri, out, n, &cap)))
+				break;
+		}
+		r = ref_next(fs, &p);
+	}
+	ref_path_release(fs, &p);
+	for (size_t i = 0; r >= 0 && i < c.n; i++)
+		if (!c.e[i].shared)
+			find(*out, *n, c.e[i].first)->excl += c.e[i].bytes;
+	free(c.e);
+	u64map_free(&c.idx);
+	if (r < 0) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+		return r;
+	}
+	return 0;
+}
