@@ -134,7 +134,8 @@ bench: deps
 # with one bug switched on: build/mutants/btrsim-NAME (built in
 # build/mutants/NAME/).  The explorer's tests
 # run every one and must catch it.
-MUTANTS := skip-flush:1 cow-in-place:2 super-first:3 drop-dirty:4 early-reuse:5
+MUTANTS := skip-flush:1 cow-in-place:2 super-first:3 drop-dirty:4 early-reuse:5 snap-rw:6 \
+	snap-no-commit:7
 mutants:
 	@for m in $(MUTANTS); do \
 		name=$${m%%:*}; num=$${m##*:}; \

@@ -37,6 +37,7 @@ extern const struct cli_cmd cli_cmd_truncate;
 extern const struct cli_cmd cli_cmd_write;
 extern const struct cli_cmd cli_cmd_put;
 extern const struct cli_cmd cli_cmd_subvolume;
+extern const struct cli_cmd cli_cmd_qgroup;
 extern const struct cli_cmd cli_cmd_run;
 extern const struct cli_cmd cli_cmd_gen;
 extern const struct cli_cmd cli_cmd_explore;

@@ -18,6 +18,7 @@ static const struct cli_cmd *const commands[] = {
 	&cli_cmd_write,
 	&cli_cmd_put,
 	&cli_cmd_subvolume,
+	&cli_cmd_qgroup,
 	&cli_cmd_run,
 	&cli_cmd_gen,
 	&cli_cmd_explore,

@@ -47,6 +47,9 @@ static int xattr_target(ref_fs *fs, const char *path, const char *name, struct r
 	uint32_t mode = inode_mode(ii);
 	if (!strncmp(name, "user.", 5) && !S_ISREG(mode) && !S_ISDIR(mode))
 		return ref_fail(fs, EPERM, "user xattrs only go on files and directories");
+	if (vfs_is_standin(ino)) /* new_simple_dir clears IOP_XATTR */
+		return ref_fail(fs, EOPNOTSUPP, "%s: a snapshot's stand-in for a subvolume has no xattrs",
+				path);
 	return 0;
 }
 
@@ -63,6 +66,8 @@ int ref_setxattr(ref_fs *fs, const char *path, const char *name, const void *val
 		return vfs_end(fs, ref_fail(fs, EINVAL, "invalid xattr flags"));
 	if (len > XATTR_VALUE_MAX)
 		return vfs_end(fs, ref_fail(fs, E2BIG, "xattr values are at most 64 KiB"));
+	if ((r = vfs_writable(fs, &ino))) /* xattr_permission: before EEXIST, ENODATA */
+		return vfs_end(fs, r);
 	if (DIR_ENTRY + nlen + len > bt_max_item(fs))
 		return vfs_end(fs, ref_fail(fs, ENOSPC, "the xattr does not fit in a leaf"));
 	struct rw_tree *t;
@@ -109,7 +114,8 @@ int ref_removexattr(ref_fs *fs, const char *path, const char *name)
 	struct btrfs_inode_item ii;
 	size_t nlen;
 	int r = vfs_begin(fs, 4, true);
-	if (r || (r = xattr_target(fs, path, name, &ino, &ii, &nlen)))
+	if (r || (r = xattr_target(fs, path, name, &ino, &ii, &nlen)) ||
+	    (r = vfs_writable(fs, &ino))) /* xattr_permission: before ENODATA */
 		return vfs_end(fs, r);
 	struct rw_tree *t;
 	if ((r = rw_tree_get(fs, ino.subvol, &t)))
@@ -184,6 +190,12 @@ static int set_attrs(ref_fs *fs, const char *path, int (*fn)(ref_fs *, struct bt
 	int r = vfs_begin(fs, ATTR_ITEMS, false);
 	if (r || (r = vfs_resolve(fs, path, true, &ino)) || (r = inode_read(fs, &ino, &ii)) ||
 	    (r = fn(fs, &ii, arg)))
+		return vfs_end(fs, r);
+	/* A stand-in has no setattr: simple_setattr changes the in-memory inode
+	 * that the next lookup makes anew, so the call succeeds and keeps nothing. */
+	if (vfs_is_standin(&ino))
+		return vfs_end(fs, 0);
+	if ((r = vfs_writable(fs, &ino)))
 		return vfs_end(fs, r);
 	if (killpriv && !S_ISDIR(inode_mode(&ii)) &&
 	    (r = vfs_killpriv(fs, &ino, ATTR_ITEMS, false)))

@@ -61,9 +61,8 @@ static int convert_owned(ref_fs *fs, const struct drop *dr, uint64_t bytenr, uin
 	}
 	uint64_t refs, flags;
 	if (!(r = share_info(fs, bytenr, level, &refs, &flags)) &&
-	    !(flags & BTRFS_BLOCK_FLAG_FULL_BACKREF) && !(r = share_children(fs, b, true, +1)) &&
-	    !(r = share_children(fs, b, false, -1)))
-		r = dref_tree_flags(fs, bytenr, level, BTRFS_BLOCK_FLAG_FULL_BACKREF);
+	    !(flags & BTRFS_BLOCK_FLAG_FULL_BACKREF))
+		r = share_make_full(fs, b);
 	if (!r)
 		r = convert_children(fs, dr, b, depth);
 	ref_block_put(fs, b);
@@ -86,16 +85,15 @@ static int drop_block(ref_fs *fs, const struct drop *dr, uint64_t bytenr, uint64
 		return r;
 	bool full = flags & BTRFS_BLOCK_FLAG_FULL_BACKREF;
 	if (refs > 1) {
-		if (b->owner == dr->root && !full && !(r = share_children(fs, b, true, +1)) &&
-		    !(r = share_children(fs, b, false, -1)))
-			r = dref_tree_flags(fs, bytenr, level, BTRFS_BLOCK_FLAG_FULL_BACKREF);
+		if (b->owner == dr->root && !full)
+			r = share_make_full(fs, b);
+		if (!r && b->owner == dr->root)
+			r = convert_children(fs, dr, b, depth);
 		/* Everything below stops being the dead tree's without a
 		 * reference changing: quota groups are told (the kernel's
 		 * btrfs_qgroup_trace_subtree). */
 		if (!r)
 			r = qg_trace_subtree(fs, b);
-		if (!r && b->owner == dr->root)
-			r = convert_children(fs, dr, b, depth);
 		if (!r)
 			r = dref_tree(fs, bytenr, level, dr->root, parent, -1, false);
 		ref_block_put(fs, b);
@@ -116,15 +114,21 @@ static int drop_block(ref_fs *fs, const struct drop *dr, uint64_t bytenr, uint64
 	return r;
 }
 
-/* The first deleted subvolume waiting for the cleaner: 1 with its id, 0 when none. */
-static int next_dead(ref_fs *fs, struct rw_tree *rt, uint64_t *id)
+/* The first deleted subvolume waiting for the cleaner: 1 with its id, 0 when
+ * none.  The root tree is searched only while orphans_pending says one may
+ * wait (set at mount and by ref_subvol_delete); finding none clears it. */
+static int next_dead(ref_fs *fs, struct rw_tree **rt, uint64_t *id)
 {
-	struct ref_key k = { BTRFS_ORPHAN_OBJECTID, BTRFS_ORPHAN_ITEM_KEY, 0 }, got;
-	int r = bt_peek(fs, &rt->root, &k, false, &got, NULL);
-	if (r < 0)
-		return r;
-	if (r == 1 || got.objectid != BTRFS_ORPHAN_OBJECTID || got.type != BTRFS_ORPHAN_ITEM_KEY)
+	if (!fs->rw->orphans_pending)
 		return 0;
+	struct ref_key k = { BTRFS_ORPHAN_OBJECTID, BTRFS_ORPHAN_ITEM_KEY, 0 }, got;
+	int r = rw_tree_get(fs, BTRFS_ROOT_TREE_OBJECTID, rt);
+	if (r || (r = bt_peek(fs, &(*rt)->root, &k, false, &got, NULL)) < 0)
+		return r;
+	if (r == 1 || got.objectid != BTRFS_ORPHAN_OBJECTID || got.type != BTRFS_ORPHAN_ITEM_KEY) {
+		fs->rw->orphans_pending = false;
+		return 0;
+	}
 	*id = got.offset;
 	return 1;
 }
@@ -133,16 +137,15 @@ int cleaner_pending(ref_fs *fs)
 {
 	struct rw_tree *rt;
 	uint64_t id;
-	int r = rw_tree_get(fs, BTRFS_ROOT_TREE_OBJECTID, &rt);
-	return r ? r : next_dead(fs, rt, &id);
+	return next_dead(fs, &rt, &id);
 }
 
 int cleaner_step(ref_fs *fs)
 {
 	struct rw_tree *rt;
 	uint64_t id;
-	int r = rw_tree_get(fs, BTRFS_ROOT_TREE_OBJECTID, &rt);
-	if (r || (r = next_dead(fs, rt, &id)) <= 0)
+	int r = next_dead(fs, &rt, &id);
+	if (r <= 0)
 		return r;
 	struct ref_path p;
 	struct ref_key key;
@@ -212,8 +215,10 @@ int cleaner_step(ref_fs *fs)
 		goto out;
 	struct ref_key ok = { BTRFS_ORPHAN_OBJECTID, BTRFS_ORPHAN_ITEM_KEY, id };
 	if (!(r = free_tree_block_ref(fs, b, id, 0)) && !(r = bt_delete_key(fs, rt, &key)) &&
-	    !(r = bt_delete_key(fs, rt, &ok)))
+	    !(r = bt_delete_key(fs, rt, &ok))) {
 		rw_tree_forget(fs, id);
+		qg_subvol_dropped(fs, id);
+	}
 out:
 	ref_block_put(fs, b);
 	return r;

@@ -201,10 +201,10 @@ static int run_extent(ref_fs *fs, struct dref *d)
 	}
 	if (!existed && d->total == 0 && d->tree)
 		return 0; /* made and freed in this transaction (its space is free already) */
-	if (existed && d->total == 0 && !d->set_flags && !moved)
-		return 0;
 	if ((r = qg_note_extent(fs, d)))
 		return r;
+	if (existed && d->total == 0 && !d->set_flags && !moved)
+		return 0;
 	struct extent_refs x;
 	memset(&x, 0, sizeof(x));
 	if (existed && (r = extent_load(fs, et, &key, &x))) {

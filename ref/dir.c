@@ -79,6 +79,52 @@ static int backref_add(ref_fs *fs, struct rw_tree *t, const struct ref_ino *targ
 	return r == -EOVERFLOW ? ref_fail(fs, EMLINK, "too many colliding links") : r;
 }
 
+/* A subvolume's name in a directory of another: ROOT_REF (parent -> child)
+ * and ROOT_BACKREF (child -> parent) in the root tree, as btrfs_add_root_ref. */
+static int root_refs_add(ref_fs *fs, uint64_t parent, uint64_t child, uint64_t dirid,
+			 uint64_t index, const char *name, size_t len)
+{
+	struct rw_tree *rt;
+	int r = rw_tree_get(fs, BTRFS_ROOT_TREE_OBJECTID, &rt);
+	if (r)
+		return r;
+	uint8_t buf[sizeof(struct btrfs_root_ref) + BTRFS_NAME_LEN];
+	struct btrfs_root_ref rr = { htole64(dirid), htole64(index), htole16((uint16_t)len) };
+	memcpy(buf, &rr, sizeof(rr));
+	memcpy(buf + sizeof(rr), name, len);
+	uint32_t size = (uint32_t)(sizeof(rr) + len);
+	struct ref_key fwd = { parent, BTRFS_ROOT_REF_KEY, child };
+	struct ref_key back = { child, BTRFS_ROOT_BACKREF_KEY, parent };
+	if ((r = bt_insert_data(fs, rt, &fwd, buf, size)) ||
+	    (r = bt_insert_data(fs, rt, &back, buf, size)))
+		return r == -EEXIST ? ref_fail(fs, EUCLEAN, "subvolume %llu is linked already",
+					       (unsigned long long)child)
+				    : r;
+	return 0;
+}
+
+/* Both go again, as btrfs_del_root_ref. */
+static int root_refs_remove(ref_fs *fs, uint64_t parent, uint64_t child)
+{
+	struct rw_tree *rt;
+	int r = rw_tree_get(fs, BTRFS_ROOT_TREE_OBJECTID, &rt);
+	if (r)
+		return r;
+	struct ref_key fwd = { parent, BTRFS_ROOT_REF_KEY, child };
+	struct ref_key back = { child, BTRFS_ROOT_BACKREF_KEY, parent };
+	if ((r = bt_delete_key(fs, rt, &fwd)) || (r = bt_delete_key(fs, rt, &back)))
+		return r == -ENOENT ? ref_fail(fs, EUCLEAN, "subvolume %llu is not linked in %llu",
+					       (unsigned long long)child, (unsigned long long)parent)
+				    : r;
+	return 0;
+}
+
+/* Whether the entry of target in dir names a subvolume's root (not a stand-in). */
+static bool subvol_entry(const struct ref_ino *dir, const struct ref_ino *target)
+{
+	return target->subvol != dir->subvol;
+}
+
 int dir_add(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
 	    const struct ref_ino *target, uint8_t type)
 {
@@ -100,8 +146,11 @@ int dir_add_index(ref_fs *fs, const struct ref_ino *dir, const char *name, size_
 	*index_out = index;
 	/* The back reference first, as the kernel's btrfs_add_link: EMLINK (its
 	 * item full and no extended irefs) must fail before anything changed. */
-	if (!(type == BTRFS_FT_DIR && target->subvol != dir->subvol) &&
-	    (r = backref_add(fs, t, target, dir->ino, index, name, len)))
+	if (type == BTRFS_FT_DIR && subvol_entry(dir, target))
+		r = root_refs_add(fs, dir->subvol, target->subvol, dir->ino, index, name, len);
+	else
+		r = backref_add(fs, t, target, dir->ino, index, name, len);
+	if (r)
 		return r;
 	uint8_t buf[DIR_ENTRY + BTRFS_NAME_LEN];
 	fill_dir_entry(buf, target, type, fs->rw->transid, name, len);
@@ -257,10 +306,10 @@ int dir_remove(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t l
 	if ((r = dir_item_find(fs, &t->root, &k, name, len, &off, &esize, NULL, NULL)))
 		return r == -ENOENT ? ref_fail(fs, ENOENT, "%.*s: no such entry", (int)len, name) : r;
 	uint64_t index = 0;
-	if (target->subvol != dir->subvol || target->ino == BTRFS_EMPTY_SUBVOL_DIR_OBJECTID)
-		r = index_of(fs, dir, name, len, &index);
-	else
+	if (!subvol_entry(dir, target) && !vfs_is_standin(target))
 		r = backref_remove(fs, t, target, dir->ino, name, len, &index);
+	else if (!(r = index_of(fs, dir, name, len, &index)) && subvol_entry(dir, target))
+		r = root_refs_remove(fs, dir->subvol, target->subvol);
 	if (r || (r = bt_item_cut(fs, t, &k, off, esize)))
 		return r;
 	struct ref_key ik = { dir->ino, BTRFS_DIR_INDEX_KEY, index };

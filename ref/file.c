@@ -128,29 +128,36 @@ static int extent_read(ref_fs *fs, const struct ref_ino *ino, const struct exten
 	return r;
 }
 
-ssize_t ref_pread(ref_fs *fs, const struct ref_ino *ino, void *buf, size_t len, uint64_t off)
+/* The stat of a regular file or symlink about to be read from off: -EISDIR
+ * for a directory, 1 when off is at or past the end of the file. */
+static int read_begin(ref_fs *fs, const struct ref_ino *ino, uint64_t off, struct ref_stat *st)
 {
-	struct ref_stat st;
-	int r = ref_stat(fs, ino, &st);
+	int r = ref_stat(fs, ino, st);
 	if (r)
 		return r;
-	if (S_ISDIR(st.mode))
+	if (S_ISDIR(st->mode))
 		return ref_fail(fs, EISDIR, "inode %llu is a directory", (unsigned long long)ino->ino);
-	if (off >= st.size)
-		return 0;
-	if (len > st.size - off)
-		len = (size_t)(st.size - off);
-	bool nodatasum = st.flags & BTRFS_INODE_NODATASUM;
-	memset(buf, 0, len); /* holes */
+	return off >= st->size;
+}
+
+/* Called for each extent of a walk, in file order: 0 goes on, 1 stops, or -errno. */
+typedef int (*extent_fn)(ref_fs *fs, const struct ref_ino *ino, const struct extent *e,
+			 void *ctx);
+
+/* The EXTENT_DATA items of ino from off on, checked, in order: the one at or
+ * before off, then those that start before *end (which fn may lower). */
+static int walk_extents(ref_fs *fs, const struct ref_ino *ino, uint64_t off, const uint64_t *end,
+			extent_fn fn, void *ctx)
+{
 	struct ref_root root;
-	if ((r = ref_find_root(fs, ino->subvol, &root)))
+	int r = ref_find_root(fs, ino->subvol, &root);
+	if (r)
 		return r;
 	struct ref_path path;
 	struct ref_key key = { ino->ino, BTRFS_EXTENT_DATA_KEY, off };
 	r = ref_search_le(fs, &root, &key, &path);
 	if (r == 1)
 		r = ref_search(fs, &root, &key, &path);
-	uint64_t end = off + len;
 	while (r == 0) {
 		struct ref_key k;
 		const uint8_t *data;
@@ -159,81 +166,95 @@ ssize_t ref_pread(ref_fs *fs, const struct ref_ino *ino, void *buf, size_t len, 
 		if (k.objectid > ino->ino || (k.objectid == ino->ino && k.type > BTRFS_EXTENT_DATA_KEY))
 			break;
 		if (k.objectid == ino->ino && k.type == BTRFS_EXTENT_DATA_KEY) {
-			if (k.offset >= end)
+			if (k.offset >= *end)
 				break;
 			struct extent e = { 0 };
-			if ((r = parse_extent(fs, ino, &k, data, size, &e)))
+			/* The item's data lives in the path's leaf: used before moving on. */
+			if ((r = parse_extent(fs, ino, &k, data, size, &e)) ||
+			    (r = fn(fs, ino, &e, ctx)))
 				break;
-			uint64_t a = e.file_off > off ? e.file_off : off;
-			uint64_t b = e.file_off + e.len < end ? e.file_off + e.len : end;
-			if (a < b) {
-				/* The item's data lives in the path's leaf: read before moving on. */
-				r = extent_read(fs, ino, &e, nodatasum, a, (uint8_t *)buf + (a - off),
-						(size_t)(b - a));
-				if (r)
-					break;
-			}
 		}
 		r = ref_next(fs, &path);
 	}
 	ref_path_release(fs, &path);
+	return r < 0 ? r : 0;
+}
+
+struct pread_ctx {
+	uint8_t *buf;
+	uint64_t off, end;
+	bool nodatasum;
+};
+
+static int pread_extent(ref_fs *fs, const struct ref_ino *ino, const struct extent *e, void *ctx)
+{
+	struct pread_ctx *c = ctx;
+	uint64_t a = e->file_off > c->off ? e->file_off : c->off;
+	uint64_t b = e->file_off + e->len < c->end ? e->file_off + e->len : c->end;
+	if (a >= b)
+		return 0;
+	return extent_read(fs, ino, e, c->nodatasum, a, c->buf + (a - c->off), (size_t)(b - a));
+}
+
+ssize_t ref_pread(ref_fs *fs, const struct ref_ino *ino, void *buf, size_t len, uint64_t off)
+{
+	struct ref_stat st;
+	int r = read_begin(fs, ino, off, &st);
+	if (r)
+		return r < 0 ? r : 0;
+	if (len > st.size - off)
+		len = (size_t)(st.size - off);
+	memset(buf, 0, len); /* holes */
+	struct pread_ctx c = { buf, off, off + len, st.flags & BTRFS_INODE_NODATASUM };
+	r = walk_extents(fs, ino, off, &c.end, pread_extent, &c);
 	return r < 0 ? r : (ssize_t)len;
+}
+
+struct data_run {
+	uint64_t off, size;
+	uint64_t start, end; /* the run found so far */
+	bool found;
+	uint64_t limit; /* the walk's end: the size, then just past the run (a gap ends it) */
+};
+
+static int data_extent(ref_fs *fs, const struct ref_ino *ino, const struct extent *e, void *ctx)
+{
+	(void)fs;
+	(void)ino;
+	struct data_run *d = ctx;
+	uint64_t a = e->file_off > d->off ? e->file_off : d->off;
+	uint64_t b = e->file_off + e->len < d->size ? e->file_off + e->len : d->size;
+	bool zeros = e->type == BTRFS_FILE_EXTENT_PREALLOC ||
+		     (e->type == BTRFS_FILE_EXTENT_REG && e->disk_bytenr == 0);
+	if (a >= b)
+		return 0;
+	if (zeros)
+		return d->found; /* a hole or preallocated extent ends the run */
+	if (!d->found)
+		d->start = a;
+	if (!d->found || b > d->end)
+		d->end = b;
+	d->found = true;
+	d->limit = d->end < UINT64_MAX ? d->end + 1 : d->end;
+	return 0;
 }
 
 int ref_next_data(ref_fs *fs, const struct ref_ino *ino, uint64_t off, uint64_t *start,
 		  uint64_t *end)
 {
 	struct ref_stat st;
-	int r = ref_stat(fs, ino, &st);
-	if (r)
-		return r;
-	if (S_ISDIR(st.mode))
-		return ref_fail(fs, EISDIR, "inode %llu is a directory", (unsigned long long)ino->ino);
-	*start = *end = st.size;
-	if (off >= st.size)
-		return 0;
-	struct ref_root root;
-	if ((r = ref_find_root(fs, ino->subvol, &root)))
-		return r;
-	struct ref_path path;
-	struct ref_key key = { ino->ino, BTRFS_EXTENT_DATA_KEY, off };
-	r = ref_search_le(fs, &root, &key, &path);
-	if (r == 1)
-		r = ref_search(fs, &root, &key, &path);
-	bool found = false;
-	while (r == 0) {
-		struct ref_key k;
-		const uint8_t *data;
-		uint32_t size;
-		ref_path_item(&path, &k, &data, &size);
-		if (k.objectid > ino->ino || (k.objectid == ino->ino && k.type > BTRFS_EXTENT_DATA_KEY))
-			break;
-		if (k.objectid == ino->ino && k.type == BTRFS_EXTENT_DATA_KEY) {
-			if (k.offset >= st.size || (found && k.offset > *end))
-				break; /* past the size, or a gap after the run */
-			struct extent e = { 0 };
-			if ((r = parse_extent(fs, ino, &k, data, size, &e)))
-				break;
-			uint64_t a = e.file_off > off ? e.file_off : off;
-			uint64_t b = e.file_off + e.len < st.size ? e.file_off + e.len : st.size;
-			bool zeros = e.type == BTRFS_FILE_EXTENT_PREALLOC ||
-				     (e.type == BTRFS_FILE_EXTENT_REG && e.disk_bytenr == 0);
-			if (a < b && !zeros) {
-				if (!found)
-					*start = a;
-				if (!found || b > *end)
-					*end = b;
-				found = true;
-			} else if (found && a < b) {
-				break; /* a hole or preallocated extent ends the run */
-			}
-		}
-		r = ref_next(fs, &path);
-	}
-	ref_path_release(fs, &path);
+	int r = read_begin(fs, ino, off, &st);
 	if (r < 0)
 		return r;
-	if (!found)
-		*start = *end = st.size;
+	*start = *end = st.size;
+	if (r)
+		return 0;
+	struct data_run d = { off, st.size, st.size, st.size, false, st.size };
+	if ((r = walk_extents(fs, ino, off, &d.limit, data_extent, &d)))
+		return r;
+	if (d.found) {
+		*start = d.start;
+		*end = d.end;
+	}
 	return 0;
 }

@@ -51,7 +51,8 @@ ssize_t ref_write(ref_fs *fs, const char *path, const void *buf, size_t len, uin
 	struct ref_ino ino;
 	unsigned items = data_items(fs, len);
 	int r = vfs_begin(fs, items, false);
-	if (r || (r = regular(fs, path, EINVAL, &ino)))
+	/* The open for writing: EISDIR, then EROFS (may_open, btrfs_permission) */
+	if (r || (r = regular(fs, path, EINVAL, &ino)) || (r = vfs_writable(fs, &ino)))
 		return vfs_end(fs, r);
 	/* As rw_verify_area: an end past the largest loff_t is EINVAL (the
 	 * maximum file size is that same value, so EFBIG cannot happen). */
@@ -74,7 +75,8 @@ int ref_truncate(ref_fs *fs, const char *path, uint64_t size)
 	if (size > VFS_MAX_FILE_SIZE) /* a negative length: truncate(2) checks it first */
 		return ref_fail(fs, EINVAL, "the size is past the largest file offset");
 	int r = vfs_begin(fs, 12, true);
-	if (r || (r = regular(fs, path, EINVAL, &ino)))
+	/* vfs_truncate: EISDIR, EINVAL, then EROFS (btrfs_permission) */
+	if (r || (r = regular(fs, path, EINVAL, &ino)) || (r = vfs_writable(fs, &ino)))
 		return vfs_end(fs, r);
 	if ((r = alloc_reserve_data(fs, 2 * (uint64_t)fs->sectorsize)))
 		return vfs_end(fs, r);
@@ -85,7 +87,8 @@ int ref_truncate(ref_fs *fs, const char *path, uint64_t size)
 }
 
 /* fallocate's checks in vfs_fallocate's order, after the file is open
- * (so a missing path or a directory is reported first). */
+ * (so a missing path, a directory or a read-only subvolume is reported
+ * first). */
 static int falloc_args(ref_fs *fs, const char *path, int mode, uint64_t off, uint64_t len,
 		       struct ref_ino *ino)
 {
@@ -95,6 +98,8 @@ static int falloc_args(ref_fs *fs, const char *path, int mode, uint64_t off, uin
 		return r;
 	if (S_ISDIR(inode_mode(&ii)))
 		return ref_fail(fs, EISDIR, "%s: is a directory", path);
+	if ((r = vfs_writable(fs, ino))) /* the open for writing, as for write */
+		return r;
 	if (len == 0 || off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX)
 		return ref_fail(fs, EINVAL, "invalid fallocate range");
 	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE))

@@ -153,6 +153,20 @@ int ref_stat(ref_fs *fs, const struct ref_ino *ino, struct ref_stat *st)
 	return 0;
 }
 
+int ref_stat_in(ref_fs *fs, const struct ref_ino *dir, const struct ref_ino *ino,
+		struct ref_stat *st)
+{
+	int r = ref_stat(fs, ino, st);
+	if (r || ino->ino != BTRFS_EMPTY_SUBVOL_DIR_OBJECTID)
+		return r;
+	struct ref_stat ds;
+	if ((r = ref_stat(fs, dir, &ds)))
+		return r;
+	st->uid = ds.uid;
+	st->gid = ds.gid;
+	return 0;
+}
+
 /* Walks the dir_item entries packed in one DIR_ITEM/DIR_INDEX/XATTR_ITEM item.
  * Returns -EUCLEAN when an entry runs past the item. */
 typedef int (*entry_fn)(void *ctx, const struct btrfs_dir_item *di, const char *name,

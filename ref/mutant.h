@@ -10,6 +10,11 @@
  *   super-first    the superblocks are written before the tree blocks
  *   drop-dirty     one dirty tree block is left out of each commit
  *   early-reuse    freed space is reused before the freeing commit is durable
+ *   snap-rw        a read-only snapshot's ROOT_ITEM lacks the RDONLY flag (it is
+ *                  read-only until the next mount only)
+ *   snap-no-commit a snapshot copies its source's root without committing the
+ *                  running transaction first, so that blocks the source
+ *                  changed in it are shared and then changed in place
  */
 #ifndef BTRSIM_REF_MUTANT_H
 #define BTRSIM_REF_MUTANT_H
@@ -19,6 +24,8 @@
 #define MUTANT_SUPER_FIRST 3
 #define MUTANT_DROP_DIRTY 4
 #define MUTANT_EARLY_REUSE 5
+#define MUTANT_SNAP_RW 6
+#define MUTANT_SNAP_NO_COMMIT 7
 
 #ifdef BTRSIM_MUTANT
 #define MUTANT(x) (BTRSIM_MUTANT == MUTANT_##x)

@@ -13,9 +13,21 @@
 #define FE_HEADER offsetof(struct btrfs_file_extent_item, disk_bytenr)
 #define PATH_LIMIT 4096 /* PATH_MAX, with its NUL */
 
+/* Whether target, an entry of dir, is a subvolume's root (a stand-in is not:
+ * it lies in dir's subvolume). */
 static bool is_subvol_entry(const struct ref_ino *dir, const struct ref_ino *target)
 {
 	return target->subvol != dir->subvol;
+}
+
+/* A new name in a snapshot's stand-in for a subvolume: its inode operations
+ * are simple_dir_inode_operations, with no create (the open gives EACCES)
+ * and no mkdir, symlink, link or rename (EPERM). */
+static int no_names_in_standin(ref_fs *fs, const struct ref_ino *dir, int err, const char *path)
+{
+	return vfs_is_standin(dir) ? ref_fail(fs, err, "%s: its directory is a snapshot's stand-in "
+					     "for a subvolume, which takes no names", path)
+				   : 0;
 }
 
 int vfs_new_name(ref_fs *fs, const char *path, struct vfs_name *n)
@@ -42,6 +54,10 @@ static int make_node(ref_fs *fs, const char *path, uint32_t mode, const char *ta
 	if (n.trailing_slash && !S_ISDIR(mode))
 		return vfs_end(fs, ref_fail(fs, S_ISREG(mode) ? EISDIR : ENOENT,
 					    "%s: a trailing slash names a directory", path));
+	/* may_create (EROFS), then the directory's own operations */
+	if ((r = vfs_writable(fs, &n.dir)) ||
+	    (r = no_names_in_standin(fs, &n.dir, S_ISREG(mode) ? EACCES : EPERM, path)))
+		return vfs_end(fs, r);
 	/* A set-group-ID directory passes its group on, and the bit to subdirectories. */
 	struct btrfs_inode_item dii;
 	if ((r = inode_read(fs, &n.dir, &dii)))
@@ -113,13 +129,15 @@ int ref_link(ref_fs *fs, const char *oldpath, const char *newpath)
 	struct btrfs_inode_item ii;
 	if ((r = inode_read(fs, &ino, &ii)))
 		return vfs_end(fs, r);
-	/* Linux's order: the new name first (EEXIST), then the inode (EPERM,
-	 * EXDEV, EMLINK). */
+	/* Linux's order: the new name first (EEXIST), its directory (EROFS from
+	 * may_create, a stand-in's EPERM), then the inode (EPERM, EXDEV, EMLINK). */
 	if ((r = vfs_new_name(fs, newpath, &n)))
 		return vfs_end(fs, r);
 	if (n.trailing_slash)
 		return vfs_end(fs, ref_fail(fs, ENOENT, "%s: a trailing slash names a directory",
 					    newpath));
+	if ((r = vfs_writable(fs, &n.dir)) || (r = no_names_in_standin(fs, &n.dir, EPERM, newpath)))
+		return vfs_end(fs, r);
 	if (S_ISDIR(inode_mode(&ii)))
 		return vfs_end(fs, ref_fail(fs, EPERM, "%s: hard links to directories are not allowed",
 					    oldpath));
@@ -144,6 +162,8 @@ static int drop_link(ref_fs *fs, const struct ref_ino *ino)
 	if (r)
 		return r;
 	uint32_t nlink = LE32(ii.nlink);
+	if (vfs_is_standin(ino)) /* nothing but its entry, which is gone */
+		return 0;
 	if (S_ISDIR(inode_mode(&ii)) || nlink <= 1)
 		return inode_drop(fs, ino);
 	ii.nlink = htole32(nlink - 1);
@@ -170,10 +190,15 @@ int ref_unlink(ref_fs *fs, const char *path)
 	int r = vfs_begin(fs, 8, true);
 	if (r || (r = victim(fs, path, &n, &ino, &type)))
 		return vfs_end(fs, r);
-	if (n.kind != LAST_NORM || type == BTRFS_FT_DIR)
+	/* do_unlinkat's checks, then may_delete's: EROFS before EISDIR */
+	if (n.kind != LAST_NORM || (n.trailing_slash && type == BTRFS_FT_DIR))
 		return vfs_end(fs, ref_fail(fs, EISDIR, "%s: is a directory", path));
 	if (n.trailing_slash)
 		return vfs_end(fs, ref_fail(fs, ENOTDIR, "%s: not a directory", path));
+	if ((r = vfs_writable(fs, &n.dir)))
+		return vfs_end(fs, r);
+	if (type == BTRFS_FT_DIR)
+		return vfs_end(fs, ref_fail(fs, EISDIR, "%s: is a directory", path));
 	if ((r = dir_remove(fs, &n.dir, n.name, n.len, &ino)))
 		return vfs_end(fs, r);
 	return vfs_end(fs, drop_link(fs, &ino));
@@ -193,29 +218,52 @@ int ref_rmdir(ref_fs *fs, const char *path)
 		return vfs_end(fs, ref_fail(fs, EINVAL, "%s: cannot remove '.'", path));
 	if (n.kind == LAST_DOTDOT)
 		return vfs_end(fs, ref_fail(fs, ENOTEMPTY, "%s: directory not empty", path));
+	/* may_delete: EROFS, then ENOTDIR; btrfs_rmdir: ENOTEMPTY */
+	if ((r = vfs_writable(fs, &n.dir)))
+		return vfs_end(fs, r);
 	if (type != BTRFS_FT_DIR)
 		return vfs_end(fs, ref_fail(fs, ENOTDIR, "%s: not a directory", path));
-	if (is_subvol_entry(&n.dir, &ino))
-		return vfs_end(fs, ref_fail(fs, EPERM, "%s: a subvolume (btrsim subvolume delete removes it)",
-					    path));
-	if (ino.ino == BTRFS_EMPTY_SUBVOL_DIR_OBJECTID) /* a snapshot's stand-in for a subvolume */
+	if (vfs_is_standin(&ino)) /* btrfs_unlink_subvol: only the entry goes */
 		return vfs_end(fs, dir_remove(fs, &n.dir, n.name, n.len, &ino));
 	if ((r = dir_is_empty(fs, &ino)) <= 0)
 		return vfs_end(fs, r < 0 ? r : ref_fail(fs, ENOTEMPTY, "%s: directory not empty", path));
+	if (is_subvol_entry(&n.dir, &ino)) {
+		/* An empty subvolume goes as btrfs_delete_subvolume deletes it (Linux
+		 * 4.18 on; EPERM for the default subvolume); nothing changed yet. */
+		if ((r = vfs_end(fs, 0)))
+			return r;
+		return ref_subvol_delete(fs, path);
+	}
 	if ((r = dir_remove(fs, &n.dir, n.name, n.len, &ino)))
 		return vfs_end(fs, r);
 	return vfs_end(fs, inode_drop(fs, &ino));
 }
 
-/* Whether dir is inside (or is) the directory `anc`. */
+static bool same_ino(const struct ref_ino *a, const struct ref_ino *b)
+{
+	return a->subvol == b->subvol && a->ino == b->ino;
+}
+
+/* Whether two names are the same entry of the same directory. */
+static bool same_entry(const struct vfs_name *a, const struct vfs_name *b)
+{
+	return same_ino(&a->dir, &b->dir) && a->len == b->len && !memcmp(a->name, b->name, a->len);
+}
+
+/* Whether dir is inside (or is) the directory `anc`, across subvolumes (a
+ * subvolume's root moves too).  A snapshot's stand-in has no ".." here: the
+ * walk ends there (callers start at the directory holding it). */
 static int inside(ref_fs *fs, const struct ref_ino *dir, const struct ref_ino *anc)
 {
+	if (vfs_is_standin(anc))
+		return 0; /* it holds nothing */
 	struct ref_ino cur = *dir;
 	for (int depth = 0; depth < 100000; depth++) {
-		if (cur.subvol == anc->subvol && cur.ino == anc->ino)
+		if (same_ino(&cur, anc))
 			return 1;
-		if (cur.ino == BTRFS_FIRST_FREE_OBJECTID)
-			return 0; /* a subvolume's root: renames do not cross it */
+		if (vfs_is_standin(&cur) ||
+		    (cur.subvol == BTRFS_FS_TREE_OBJECTID && cur.ino == BTRFS_FIRST_FREE_OBJECTID))
+			return 0; /* the top level's root, or a stand-in */
 		struct ref_ino up;
 		int r = vfs_dotdot(fs, &cur, &up);
 		if (r)
@@ -235,70 +283,189 @@ static int touch_ctime(ref_fs *fs, const struct ref_ino *ino)
 	return inode_write(fs, ino, &ii);
 }
 
+/* A rename: its arguments, the two names and what they name. */
+struct rn {
+	const char *oldpath, *newpath;
+	unsigned flags;
+	struct vfs_name on, nn;
+	struct ref_ino oi, ni;
+	uint8_t ot, nt;
+	bool exists;  /* NEW names something (ni, nt) */
+	bool osub, nsub; /* OLD, NEW name a subvolume's root */
+};
+
+/* Both names looked up, in do_renameat2's order: both directories, the
+ * kinds of the last components (EBUSY; EEXIST with NOREPLACE), OLD
+ * (ENOENT), NEW, then EEXIST, ENOENT for an exchange, and trailing slashes
+ * on what is not a directory (ENOTDIR). */
+static int rename_lookup(ref_fs *fs, struct rn *a)
+{
+	int r = vfs_parent(fs, a->oldpath, &a->on);
+	if (r || (r = vfs_parent(fs, a->newpath, &a->nn)))
+		return r;
+	bool exchange = a->flags & RENAME_EXCHANGE;
+	if (a->on.kind != LAST_NORM)
+		return ref_fail(fs, EBUSY, "%s: cannot rename", a->oldpath);
+	if (a->nn.kind != LAST_NORM)
+		return ref_fail(fs, a->flags & RENAME_NOREPLACE ? EEXIST : EBUSY,
+				"%s: cannot rename onto it", a->newpath);
+	if ((r = vfs_lookup(fs, &a->on.dir, a->on.name, a->on.len, &a->oi, &a->ot)))
+		return r == -ENOENT ? ref_fail(fs, ENOENT, "%s: no such file or directory", a->oldpath)
+				    : r;
+	r = vfs_lookup(fs, &a->nn.dir, a->nn.name, a->nn.len, &a->ni, &a->nt);
+	if (r && r != -ENOENT)
+		return r;
+	a->exists = r == 0;
+	if (a->flags & RENAME_NOREPLACE && a->exists)
+		return ref_fail(fs, EEXIST, "%s: file exists", a->newpath);
+	if (exchange && !a->exists)
+		return ref_fail(fs, ENOENT, "%s: no such file or directory", a->newpath);
+	if (exchange && a->nt != BTRFS_FT_DIR && a->nn.trailing_slash)
+		return ref_fail(fs, ENOTDIR, "%s: not a directory", a->newpath);
+	if (a->ot != BTRFS_FT_DIR && (a->on.trailing_slash || (!exchange && a->nn.trailing_slash)))
+		return ref_fail(fs, ENOTDIR, "%s: not a directory", a->oldpath);
+	a->osub = is_subvol_entry(&a->on.dir, &a->oi);
+	a->nsub = a->exists && is_subvol_entry(&a->nn.dir, &a->ni);
+	return 0;
+}
+
+/* Whether OLD and NEW are one object (nothing to do).  Every stand-in of a
+ * subvolume is inode 2 in ref, but each is its own inode in Linux. */
+static bool rename_same(const struct rn *a)
+{
+	if (!a->exists || !same_ino(&a->oi, &a->ni))
+		return false;
+	return !vfs_is_standin(&a->oi) || same_entry(&a->on, &a->nn);
+}
+
+/* Whether NEW's directory is OLD or inside it: the walk up starts at the
+ * directory itself, or for a stand-in (which may be OLD's entry itself) at
+ * the directory holding it (NEW's path less its last name). */
+static int new_dir_inside_old(ref_fs *fs, const struct rn *a)
+{
+	if (!vfs_is_standin(&a->nn.dir))
+		return inside(fs, &a->nn.dir, &a->oi);
+	char *p = strdup(a->newpath);
+	if (!p)
+		return ref_fail(fs, ENOMEM, "out of memory");
+	size_t len = strlen(p);
+	while (len > 1 && p[len - 1] == '/') /* NEW's trailing slashes, its name, the slash */
+		len--;
+	while (len > 1 && p[len - 1] != '/')
+		len--;
+	p[len] = '\0';
+	struct vfs_name n;
+	int r = vfs_parent(fs, p, &n);
+	if (!r && n.kind == LAST_NORM && vfs_is_standin(&a->oi)) /* the same entry? */
+		r = same_entry(&n, &a->on);
+	else if (!r && n.kind == LAST_NORM)
+		r = inside(fs, &n.dir, &a->oi);
+	free(p); /* (n.name points into it) */
+	return r;
+}
+
+/* The namespace checks of do_renameat2: a directory moved below itself
+ * (EINVAL) or over its own ancestor (ENOTEMPTY).  1: OLD and NEW are one
+ * object, nothing to do. */
+static int rename_vfs_checks(ref_fs *fs, const struct rn *a)
+{
+	bool exchange = a->flags & RENAME_EXCHANGE;
+	if (rename_same(a))
+		return 1; /* the same file: nothing to do, as POSIX says */
+	int r = a->ot == BTRFS_FT_DIR ? new_dir_inside_old(fs, a) : 0;
+	if (r > 0)
+		r = ref_fail(fs, EINVAL, "cannot move a directory into itself");
+	if (!r && a->exists && a->nt == BTRFS_FT_DIR && (r = inside(fs, &a->on.dir, &a->ni)) > 0)
+		r = exchange ? ref_fail(fs, EINVAL, "cannot move a directory into itself")
+			     : ref_fail(fs, ENOTEMPTY, "%s: an ancestor of %s", a->newpath, a->oldpath);
+	return r;
+}
+
+/* vfs_rename's permission and type checks: EROFS (may_delete, may_create,
+ * and a directory moved to another parent: its ".." changes), ENOTDIR,
+ * EISDIR. */
+static int rename_perm_checks(ref_fs *fs, const struct rn *a)
+{
+	bool exchange = a->flags & RENAME_EXCHANGE;
+	int r;
+	if ((r = vfs_writable(fs, &a->on.dir)) || (r = vfs_writable(fs, &a->nn.dir)))
+		return r;
+	if (a->exists && !exchange && a->ot == BTRFS_FT_DIR && a->nt != BTRFS_FT_DIR)
+		return ref_fail(fs, ENOTDIR, "%s: not a directory", a->newpath);
+	if (a->exists && !exchange && a->ot != BTRFS_FT_DIR && a->nt == BTRFS_FT_DIR)
+		return ref_fail(fs, EISDIR, "%s: is a directory", a->newpath);
+	if (same_ino(&a->on.dir, &a->nn.dir))
+		return 0;
+	if (a->ot == BTRFS_FT_DIR && (r = vfs_writable(fs, &a->oi)))
+		return r;
+	return exchange && a->nt == BTRFS_FT_DIR ? vfs_writable(fs, &a->ni) : 0;
+}
+
+/* btrfs_rename's and btrfs_rename_exchange's own checks: stand-ins, the
+ * subvolume boundary (EXDEV: only a subvolume's root crosses it), nothing
+ * over a subvolume or a non-empty directory (ENOTEMPTY). */
+static int rename_btrfs_checks(ref_fs *fs, const struct rn *a)
+{
+	bool exchange = a->flags & RENAME_EXCHANGE;
+	int r = no_names_in_standin(fs, &a->nn.dir, EPERM, a->newpath);
+	if (r)
+		return r;
+	if (a->on.dir.subvol != a->nn.dir.subvol && (!a->osub || (exchange && !a->nsub)))
+		return ref_fail(fs, EXDEV, "only a subvolume's root moves to another subvolume");
+	/* Linux 6.18 goes on with the exchange of a stand-in, fails on its
+	 * missing inode reference (ENOENT) and aborts the transaction; ref
+	 * gives the errno and changes nothing. */
+	if (exchange && (vfs_is_standin(&a->oi) || vfs_is_standin(&a->ni)))
+		return ref_fail(fs, ENOENT, "a snapshot's stand-in for a subvolume cannot be exchanged");
+	if (exchange)
+		return 0;
+	if (vfs_is_standin(&a->oi))
+		return ref_fail(fs, ENOTEMPTY, "%s: a snapshot's stand-in for a subvolume does not move",
+				a->oldpath);
+	if (a->nsub)
+		return ref_fail(fs, ENOTEMPTY, "%s: a subvolume cannot be renamed over", a->newpath);
+	if (a->exists && a->nt == BTRFS_FT_DIR && (r = dir_is_empty(fs, &a->ni)) <= 0)
+		return r < 0 ? r : ref_fail(fs, ENOTEMPTY, "%s: directory not empty", a->newpath);
+	return 0;
+}
+
+/* A moved object's ctime, but a subvolume's root's (btrfs_rename leaves
+ * that inode, which may be in a read-only subvolume, as it is). */
+static int touch_moved(ref_fs *fs, const struct ref_ino *ino, bool subvol_root)
+{
+	return subvol_root ? 0 : touch_ctime(fs, ino);
+}
+
+/* The change: names go first, then come back in their new places. */
+static int rename_apply(ref_fs *fs, const struct rn *a)
+{
+	bool exchange = a->flags & RENAME_EXCHANGE;
+	int r;
+	if (a->exists && (r = dir_remove(fs, &a->nn.dir, a->nn.name, a->nn.len, &a->ni)))
+		return r;
+	if ((r = dir_remove(fs, &a->on.dir, a->on.name, a->on.len, &a->oi)) ||
+	    (r = dir_add(fs, &a->nn.dir, a->nn.name, a->nn.len, &a->oi, a->ot)))
+		return r;
+	if (a->exists && exchange)
+		r = dir_add(fs, &a->on.dir, a->on.name, a->on.len, &a->ni, a->nt);
+	else if (a->exists)
+		r = drop_link(fs, &a->ni);
+	if (!r)
+		r = touch_moved(fs, &a->oi, a->osub);
+	if (!r && a->exists && exchange)
+		r = touch_moved(fs, &a->ni, a->nsub);
+	return r;
+}
+
 int ref_rename(ref_fs *fs, const char *oldpath, const char *newpath, unsigned flags)
 {
 	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE) ||
 	    (flags & RENAME_NOREPLACE && flags & RENAME_EXCHANGE))
 		return ref_fail(fs, EINVAL, "invalid rename flags");
-	struct vfs_name on, nn;
-	struct ref_ino oi, ni;
-	uint8_t ot, nt = 0;
+	struct rn a = { .oldpath = oldpath, .newpath = newpath, .flags = flags };
 	int r = vfs_begin(fs, 16, false);
-	if (r || (r = vfs_parent(fs, oldpath, &on)))
-		return vfs_end(fs, r);
-	if (on.kind != LAST_NORM)
-		return vfs_end(fs, ref_fail(fs, EBUSY, "%s: cannot rename", oldpath));
-	if ((r = vfs_lookup(fs, &on.dir, on.name, on.len, &oi, &ot)))
-		return vfs_end(fs, r == -ENOENT ? ref_fail(fs, ENOENT, "%s: no such file or directory",
-							   oldpath)
-						: r);
-	if ((r = vfs_parent(fs, newpath, &nn)))
-		return vfs_end(fs, r);
-	if (nn.kind != LAST_NORM)
-		return vfs_end(fs, ref_fail(fs, EBUSY, "%s: cannot rename onto it", newpath));
-	if ((on.trailing_slash || nn.trailing_slash) && ot != BTRFS_FT_DIR)
-		return vfs_end(fs, ref_fail(fs, ENOTDIR, "%s: not a directory", oldpath));
-	r = vfs_lookup(fs, &nn.dir, nn.name, nn.len, &ni, &nt);
-	bool exists = r == 0;
-	if (r && r != -ENOENT)
-		return vfs_end(fs, r);
-	if (on.dir.subvol != nn.dir.subvol)
-		return vfs_end(fs, ref_fail(fs, EXDEV, "renames cannot cross subvolumes"));
-	if (is_subvol_entry(&on.dir, &oi) || (exists && is_subvol_entry(&nn.dir, &ni)))
-		return vfs_end(fs, ref_fail(fs, EPERM, "renaming subvolumes is not implemented"));
-	if (flags & RENAME_EXCHANGE && !exists)
-		return vfs_end(fs, ref_fail(fs, ENOENT, "%s: no such file or directory", newpath));
-	if (flags & RENAME_NOREPLACE && exists)
-		return vfs_end(fs, ref_fail(fs, EEXIST, "%s: file exists", newpath));
-	if (exists && ni.ino == oi.ino)
-		return vfs_end(fs, 0); /* the same file: nothing to do, as POSIX says */
-	if (ot == BTRFS_FT_DIR && (r = inside(fs, &nn.dir, &oi)) != 0)
-		return vfs_end(fs, r < 0 ? r : ref_fail(fs, EINVAL, "cannot move a directory into itself"));
-	if (flags & RENAME_EXCHANGE && nt == BTRFS_FT_DIR && (r = inside(fs, &on.dir, &ni)) != 0)
-		return vfs_end(fs, r < 0 ? r : ref_fail(fs, EINVAL, "cannot move a directory into itself"));
-	if (exists && !(flags & RENAME_EXCHANGE)) {
-		if (ot == BTRFS_FT_DIR && nt != BTRFS_FT_DIR)
-			return vfs_end(fs, ref_fail(fs, ENOTDIR, "%s: not a directory", newpath));
-		if (ot != BTRFS_FT_DIR && nt == BTRFS_FT_DIR)
-			return vfs_end(fs, ref_fail(fs, EISDIR, "%s: is a directory", newpath));
-		if (nt == BTRFS_FT_DIR && (r = dir_is_empty(fs, &ni)) <= 0)
-			return vfs_end(fs, r < 0 ? r : ref_fail(fs, ENOTEMPTY, "%s: directory not empty",
-								newpath));
-	}
-	/* Names go first, then come back in their new places. */
-	if (exists && (r = dir_remove(fs, &nn.dir, nn.name, nn.len, &ni)))
-		return vfs_end(fs, r);
-	if ((r = dir_remove(fs, &on.dir, on.name, on.len, &oi)))
-		return vfs_end(fs, r);
-	if ((r = dir_add(fs, &nn.dir, nn.name, nn.len, &oi, ot)))
-		return vfs_end(fs, r);
-	if (exists && flags & RENAME_EXCHANGE)
-		r = dir_add(fs, &on.dir, on.name, on.len, &ni, nt);
-	else if (exists)
-		r = drop_link(fs, &ni);
-	if (!r)
-		r = touch_ctime(fs, &oi);
-	if (!r && exists && flags & RENAME_EXCHANGE)
-		r = touch_ctime(fs, &ni);
-	return vfs_end(fs, r);
+	if (r || (r = rename_lookup(fs, &a)) || (r = rename_vfs_checks(fs, &a)) ||
+	    (r = rename_perm_checks(fs, &a)) || (r = rename_btrfs_checks(fs, &a)))
+		return vfs_end(fs, r > 0 ? 0 : r);
+	return vfs_end(fs, rename_apply(fs, &a));
 }

@@ -84,16 +84,16 @@ static int decode_item(ref_fs *fs, const struct ref_key *k, const uint8_t *d, ui
 		       struct ref_qgroup *e)
 {
 	if (k->type == BTRFS_QGROUP_INFO_KEY) {
-		if (size < sizeof(struct btrfs_qgroup_info_item))
-			return ref_fail(fs, EUCLEAN, "qgroup %llu: info item is %u bytes",
+		if (size != sizeof(struct btrfs_qgroup_info_item))
+			return ref_fail(fs, EUCLEAN, "qgroup %llu: info item is %u bytes, not 40",
 					(unsigned long long)k->offset, size);
 		const struct btrfs_qgroup_info_item *ii = (const void *)d;
 		e->generation = LE64(ii->generation);
 		e->rfer = LE64(ii->rfer);
 		e->excl = LE64(ii->excl);
 	} else {
-		if (size < sizeof(struct btrfs_qgroup_limit_item))
-			return ref_fail(fs, EUCLEAN, "qgroup %llu: limit item is %u bytes",
+		if (size != sizeof(struct btrfs_qgroup_limit_item))
+			return ref_fail(fs, EUCLEAN, "qgroup %llu: limit item is %u bytes, not 40",
 					(unsigned long long)k->offset, size);
 		const struct btrfs_qgroup_limit_item *li = (const void *)d;
 		e->limit_flags = LE64(li->flags);
@@ -332,9 +332,12 @@ int qg_note_extent(ref_fs *fs, const struct dref *d)
 {
 	if (!fs->rw->qg)
 		return 0;
+	/* (Changes that cancel out count too: a block copied on write and freed
+	 * in one transaction moves its extents between parents, and with them
+	 * between subvolumes, while their counts end where they began.) */
 	bool fstree = !d->tree;
 	for (size_t i = 0; i < d->nrefs && !fstree; i++)
-		fstree = d->refs[i].delta && (d->refs[i].parent || qg_is_fstree(d->refs[i].root));
+		fstree = d->refs[i].parent || qg_is_fstree(d->refs[i].root);
 	return fstree ? note(fs, d->bytenr, d->num_bytes, d->tree, d->level) : 0;
 }
 
@@ -480,6 +483,22 @@ static int write_group(ref_fs *fs, struct rw_tree *t, struct qg_group *g)
 	return r;
 }
 
+/* Removes the group at index i, and its items unless it never had any. */
+static int remove_group(ref_fs *fs, struct rw_tree *t, size_t i)
+{
+	struct qg_state *q = fs->rw->qg;
+	struct qg_group g = q->groups[i];
+	memmove(q->groups + i, q->groups + i + 1, (q->ngroups - i - 1) * sizeof(*q->groups));
+	q->ngroups--;
+	if (g.is_new)
+		return 0;
+	struct ref_key info = { 0, BTRFS_QGROUP_INFO_KEY, g.id }, lim = { 0, BTRFS_QGROUP_LIMIT_KEY, g.id };
+	int r = bt_delete_key(fs, t, &info);
+	if (r == 0 || r == -ENOENT)
+		r = bt_delete_key(fs, t, &lim);
+	return r == -ENOENT ? 0 : r;
+}
+
 int qg_settle(ref_fs *fs, bool *work)
 {
 	struct qg_state *q = fs->rw->qg;
@@ -488,14 +507,23 @@ int qg_settle(ref_fs *fs, bool *work)
 	int r = q->nextents ? account(fs) : 0;
 	bool items = !q->status_written;
 	for (size_t i = 0; i < q->ngroups && !items; i++)
-		items = q->groups[i].dirty || q->groups[i].limit_dirty || q->groups[i].is_new;
+		items = q->groups[i].dirty || q->groups[i].limit_dirty || q->groups[i].is_new ||
+			q->groups[i].dropped;
 	if (r || !items)
 		return r;
 	struct rw_tree *t;
 	if ((r = rw_tree_get(fs, BTRFS_QUOTA_TREE_OBJECTID, &t)) || (r = write_status(fs, t)))
 		return r;
-	for (size_t i = 0; i < q->ngroups && !r; i++)
-		r = write_group(fs, t, &q->groups[i]);
+	for (size_t i = 0; i < q->ngroups && !r;) {
+		struct qg_group *g = &q->groups[i];
+		if (g->dropped && !g->rfer && !g->excl) {
+			r = remove_group(fs, t, i);
+			continue;
+		}
+		g->dropped = false; /* (numbers left: kept, as the kernel keeps them) */
+		r = write_group(fs, t, g);
+		i++;
+	}
 	q->status_written = true;
 	*work = true;
 	return r;
@@ -523,6 +551,13 @@ int qg_subvol_created(ref_fs *fs, uint64_t id)
 	g->dirty = true;
 	g->is_new |= !g->limit_flags; /* (a group made beforehand keeps its limit item) */
 	return 0;
+}
+
+void qg_subvol_dropped(ref_fs *fs, uint64_t id)
+{
+	struct qg_group *g = fs->rw->qg ? group_find(fs->rw->qg, id) : NULL;
+	if (g)
+		g->dropped = true;
 }
 
 int qg_snapshot(ref_fs *fs, uint64_t src, uint64_t dst)

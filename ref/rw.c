@@ -221,6 +221,7 @@ int rw_init(ref_fs *fs)
 		return ref_fail(fs, ENOMEM, "out of memory");
 	fs->rw = rw;
 	rw->transid = fs->generation + 1;
+	rw->orphans_pending = true; /* an earlier mount's deleted subvolume may wait */
 	rw->bg_tree = LE64(fs->sb.compat_ro_flags) & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE
 			      ? BTRFS_BLOCK_GROUP_TREE_OBJECTID
 			      : BTRFS_EXTENT_TREE_OBJECTID;
@@ -260,8 +261,8 @@ void rw_free(ref_fs *fs)
 	free(rw->zombies);
 	rset_free(&rw->pinned);
 	dref_free_all(fs);
-	free(rw->pending);
 	qg_free(fs);
+	free(rw->pending);
 	free(rw->devs);
 	free(rw);
 	fs->rw = NULL;

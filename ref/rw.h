@@ -148,6 +148,8 @@ struct rw_state {
 	struct ref_block **zombies; /* replaced cache entries still referenced by a path */
 	size_t nzombies, zombies_cap;
 	bool failed; /* a commit or an operation failed half-way: read-only now */
+	bool orphans_pending; /* the root tree may hold an ORPHAN_ITEM: the cleaner looks */
+	uint64_t next_subvol_id; /* ids handed out in this mount are not reused (0: none yet) */
 	uint64_t mods;     /* tree changes so far (an operation that fails after one aborts) */
 	uint64_t op_mark;  /* mods when the running operation began */
 	uint8_t chunk_tree_uuid[BTRFS_UUID_SIZE]; /* every tree block header carries it */
@@ -268,6 +270,10 @@ int share_info(ref_fs *fs, uint64_t bytenr, uint8_t level, uint64_t *refs, uint6
  * blocks in a node, data extents in a leaf): shared refs from b when full,
  * else keyed refs of b's owner (the kernel's btrfs_inc_ref/btrfs_dec_ref). */
 int share_children(ref_fs *fs, const struct ref_block *b, bool full, int delta);
+/* Switches b to full back references: its children referenced by b itself
+ * rather than by its owner, its extent flagged FULL_BACKREF (the kernel's
+ * btrfs_inc_ref(full), btrfs_dec_ref(keyed), set_disk_extent_flags). */
+int share_make_full(ref_fs *fs, const struct ref_block *b);
 /* The reference bookkeeping of copying block b of tree t to cow (the
  * kernel's update_ref_for_cow); *last tells whether t held b's last
  * reference, so that b is to be freed rather than just dropped by t. */

@@ -104,6 +104,23 @@ int share_children(ref_fs *fs, const struct ref_block *b, bool full, int delta)
 	return r;
 }
 
+/* b's children referenced by b itself, b's extent flagged FULL_BACKREF; with
+ * drop_keyed they also lose the keyed references of b's owner (the
+ * cleaner's UPDATE_BACKREF stage), without it those stay for a copy of b
+ * to take over (update_ref_for_cow). */
+static int make_full(ref_fs *fs, const struct ref_block *b, bool drop_keyed)
+{
+	int r = share_children(fs, b, true, +1);
+	if (!r && drop_keyed)
+		r = share_children(fs, b, false, -1);
+	return r ? r : dref_tree_flags(fs, b->bytenr, b->level, BTRFS_BLOCK_FLAG_FULL_BACKREF);
+}
+
+int share_make_full(ref_fs *fs, const struct ref_block *b)
+{
+	return make_full(fs, b, true);
+}
+
 int share_cow(ref_fs *fs, struct rw_tree *t, struct ref_block *b, struct ref_block *cow,
 	      bool *last)
 {
@@ -118,11 +135,8 @@ int share_cow(ref_fs *fs, struct rw_tree *t, struct ref_block *b, struct ref_blo
 	bool full = flags & BTRFS_BLOCK_FLAG_FULL_BACKREF;
 	*last = refs == 1;
 	if (refs > 1) {
-		if (b->owner == t->root.id && !full) {
-			if ((r = share_children(fs, b, true, +1)))
-				return r;
-			return dref_tree_flags(fs, b->bytenr, b->level, BTRFS_BLOCK_FLAG_FULL_BACKREF);
-		}
+		if (b->owner == t->root.id && !full)
+			return make_full(fs, b, false); /* the copy takes over t's keyed refs */
 		return share_children(fs, cow, false, +1);
 	}
 	if (full && !(r = share_children(fs, cow, false, +1)))

@@ -7,6 +7,7 @@
  * uuid in the uuid tree.  Each call commits before it returns, as `btrfs
  * subvolume snapshot` waits for the transaction that makes the snapshot.
  */
+#include "ref/mutant.h"
 #include "ref/qgroup.h"
 #include "ref/vfs_int.h"
 
@@ -73,8 +74,13 @@ static int new_subvol_id(ref_fs *fs, uint64_t *id)
 	*id = BTRFS_FIRST_FREE_OBJECTID;
 	if (r == 0 && got.objectid >= BTRFS_FIRST_FREE_OBJECTID)
 		*id = got.objectid + 1;
+	/* As the kernel's free_objectid: a subvolume dropped in this mount
+	 * leaves its id unused until the next mount. */
+	if (*id < fs->rw->next_subvol_id)
+		*id = fs->rw->next_subvol_id;
 	if (*id > BTRFS_LAST_FREE_OBJECTID)
 		return ref_fail(fs, EOVERFLOW, "no subvolume ids left");
+	fs->rw->next_subvol_id = *id + 1;
 	return 0;
 }
 
@@ -105,36 +111,12 @@ static int uuid_tree_add(ref_fs *fs, const uint8_t uuid[BTRFS_UUID_SIZE], uint8_
 	return r == -EOVERFLOW ? ref_fail(fs, EOVERFLOW, "uuid tree item full") : r;
 }
 
-/* ROOT_REF (parent -> child) and ROOT_BACKREF (child -> parent). */
-static int root_refs_add(ref_fs *fs, uint64_t parent, uint64_t child, uint64_t dirid,
-			 uint64_t index, const char *name, size_t len)
-{
-	struct rw_tree *rt;
-	int r = root_tree(fs, &rt);
-	if (r)
-		return r;
-	uint8_t buf[sizeof(struct btrfs_root_ref) + BTRFS_NAME_LEN];
-	struct btrfs_root_ref rr = { htole64(dirid), htole64(index), htole16((uint16_t)len) };
-	memcpy(buf, &rr, sizeof(rr));
-	memcpy(buf + sizeof(rr), name, len);
-	uint32_t size = (uint32_t)(sizeof(rr) + len);
-	struct ref_key fwd = { parent, BTRFS_ROOT_REF_KEY, child };
-	struct ref_key back = { child, BTRFS_ROOT_BACKREF_KEY, parent };
-	if ((r = bt_insert_data(fs, rt, &fwd, buf, size)) ||
-	    (r = bt_insert_data(fs, rt, &back, buf, size)))
-		return r == -EEXIST ? ref_fail(fs, EUCLEAN, "subvolume %llu is linked already",
-					       (unsigned long long)child)
-				    : r;
-	return 0;
-}
-
-/* The new subvolume's name in its directory, and the links between the two. */
+/* The new subvolume's name in its directory, and the links between the two
+ * (dir_add: ROOT_REF and ROOT_BACKREF). */
 static int link_subvol(ref_fs *fs, const struct vfs_name *n, uint64_t id)
 {
 	struct ref_ino target = { id, BTRFS_FIRST_FREE_OBJECTID };
-	uint64_t index;
-	int r = dir_add_index(fs, &n->dir, n->name, n->len, &target, BTRFS_FT_DIR, &index);
-	return r ? r : root_refs_add(fs, n->dir.subvol, id, n->dir.ino, index, n->name, n->len);
+	return dir_add(fs, &n->dir, n->name, n->len, &target, BTRFS_FT_DIR);
 }
 
 static void set_time(struct btrfs_timespec *t, const struct btrfs_timespec *now)
@@ -142,19 +124,30 @@ static void set_time(struct btrfs_timespec *t, const struct btrfs_timespec *now)
 	*t = *now;
 }
 
-/* The name of the new subvolume: its directory writable, the name free. */
+/* The ioctl is made on the directory (btrfs-progs opens it): a snapshot's
+ * stand-in for a subvolume has simple_dir_operations, without ioctls. */
+static int takes_ioctls(ref_fs *fs, const struct ref_ino *dir, const char *path)
+{
+	return vfs_is_standin(dir) ? ref_fail(fs, ENOTTY, "%s: its directory is a snapshot's "
+					      "stand-in for a subvolume, which takes no ioctls", path)
+				   : 0;
+}
+
+/* The name of a new subvolume, its directory found (n) and no stand-in: the
+ * name free (EEXIST), then the directory writable (EROFS). */
+static int name_free_writable(ref_fs *fs, const char *path, struct vfs_name *n)
+{
+	int r = vfs_new_name(fs, path, n);
+	return r ? r : vfs_writable(fs, &n->dir);
+}
+
+/* The start of subvol-create: the directory, its ioctls, the name. */
 static int begin_new(ref_fs *fs, const char *path, struct vfs_name *n)
 {
 	int r = vfs_begin(fs, 16, false);
-	if (r || (r = vfs_new_name(fs, path, n)))
+	if (r || (r = vfs_parent(fs, path, n)) || (r = takes_ioctls(fs, &n->dir, path)))
 		return r;
-	struct rw_tree *t;
-	if ((r = rw_tree_get(fs, n->dir.subvol, &t)))
-		return r;
-	if (t->rdonly)
-		return ref_fail(fs, EROFS, "%s: subvolume %llu is read-only", path,
-				(unsigned long long)t->root.id);
-	return 0;
+	return name_free_writable(fs, path, n);
 }
 
 /* Ends the call: on success the transaction commits. */
@@ -226,16 +219,22 @@ int ref_snapshot(ref_fs *fs, const char *src, const char *dest, bool readonly, u
 	struct vfs_name n;
 	struct ref_ino sino;
 	uint64_t id = 0;
-	int r = begin_new(fs, dest, &n);
-	if (r || (r = vfs_resolve(fs, src, true, &sino)))
+	/* Linux's order: SRC opened (following symlinks), DEST's directory
+	 * opened, the ioctl on it, a DEST of "." or ".." (EEXIST), SRC not a
+	 * subvolume's root (EINVAL), then DEST itself (EEXIST, EROFS). */
+	int r = vfs_begin(fs, 16, false);
+	if (r || (r = vfs_resolve(fs, src, true, &sino)) || (r = vfs_parent(fs, dest, &n)) ||
+	    (r = takes_ioctls(fs, &n.dir, dest)))
 		return end_commit(fs, r);
-	if (sino.ino != BTRFS_FIRST_FREE_OBJECTID)
+	if (n.kind == LAST_NORM && sino.ino != BTRFS_FIRST_FREE_OBJECTID)
 		return end_commit(fs, ref_fail(fs, EINVAL, "%s: not a subvolume", src));
+	if ((r = name_free_writable(fs, dest, &n)))
+		return end_commit(fs, r);
 	/* The running transaction is committed first: the source then has no
 	 * block changed in place (a dirty block), so the copy shares only
 	 * committed blocks and the snapshot's own entry, when it lands inside the
 	 * source, goes into copies (the kernel forces COW on the source). */
-	if ((r = new_subvol_id(fs, &id)) || (r = rw_commit(fs)))
+	if ((r = new_subvol_id(fs, &id)) || (!MUTANT(SNAP_NO_COMMIT) && (r = rw_commit(fs))))
 		return end_commit(fs, r);
 	struct btrfs_root_item ri;
 	struct ref_key skey;
@@ -253,7 +252,8 @@ int ref_snapshot(ref_fs *fs, const char *src, const char *dest, bool readonly, u
 	struct btrfs_timespec now;
 	vfs_now(fs, &now);
 	uint64_t flags = LE64(ri.flags) & ~BTRFS_ROOT_SUBVOL_DEAD;
-	flags = readonly ? flags | BTRFS_ROOT_SUBVOL_RDONLY : flags & ~BTRFS_ROOT_SUBVOL_RDONLY;
+	flags = readonly && !MUTANT(SNAP_RW) ? flags | BTRFS_ROOT_SUBVOL_RDONLY
+					     : flags & ~BTRFS_ROOT_SUBVOL_RDONLY;
 	ri.flags = htole64(flags);
 	ri.inode.flags |= htole64(INODE_ROOT_ITEM_INIT);
 	ri.generation = ri.generation_v2 = htole64(fs->rw->transid);
@@ -377,21 +377,30 @@ int ref_subvol_delete(ref_fs *fs, const char *path)
 		return end_commit(fs, r);
 	if (n.kind == LAST_ROOT)
 		return end_commit(fs, ref_fail(fs, EPERM, "%s: the top-level subvolume cannot be deleted", path));
-	if (n.kind != LAST_NORM)
+	/* Linux's order (btrfs_ioctl_snap_destroy): the ioctl on the directory,
+	 * ".." (EINVAL), the lookup ("." is EACCES, ENOENT), the directory's
+	 * subvolume read-only (EROFS), not a directory (ENOTDIR), not a
+	 * subvolume's root (EINVAL), the default subvolume (EPERM), subvolumes
+	 * inside (ENOTEMPTY). */
+	if ((r = takes_ioctls(fs, &n.dir, path)))
+		return end_commit(fs, r);
+	if (n.kind == LAST_DOTDOT)
 		return end_commit(fs, ref_fail(fs, EINVAL, "%s: not a subvolume", path));
+	if (n.kind == LAST_DOT)
+		return end_commit(fs, ref_fail(fs, EACCES, "%s: '.' cannot be looked up", path));
 	if ((r = vfs_lookup(fs, &n.dir, n.name, n.len, &ino, &type)))
 		return end_commit(fs, r == -ENOENT ? ref_fail(fs, ENOENT, "%s: no such subvolume", path) : r);
+	if ((r = vfs_writable(fs, &n.dir)))
+		return end_commit(fs, r);
+	if (type != BTRFS_FT_DIR)
+		return end_commit(fs, ref_fail(fs, ENOTDIR, "%s: not a directory", path));
 	if (ino.subvol == n.dir.subvol || ino.ino != BTRFS_FIRST_FREE_OBJECTID)
 		return end_commit(fs, ref_fail(fs, EINVAL, "%s: not a subvolume", path));
 	uint64_t id = ino.subvol, def;
-	struct rw_tree *pt;
-	if ((r = ref_subvol_default(fs, &def)) || (r = rw_tree_get(fs, n.dir.subvol, &pt)))
+	if ((r = ref_subvol_default(fs, &def)))
 		return end_commit(fs, r);
 	if (def == id)
 		return end_commit(fs, ref_fail(fs, EPERM, "%s: the default subvolume cannot be deleted", path));
-	if (pt->rdonly)
-		return end_commit(fs, ref_fail(fs, EROFS, "%s: subvolume %llu is read-only", path,
-					       (unsigned long long)pt->root.id));
 	if ((r = has_children(fs, id)))
 		return end_commit(fs, r < 0 ? r : ref_fail(fs, ENOTEMPTY, "%s: it holds other subvolumes", path));
 	struct btrfs_root_item ri;
@@ -399,11 +408,9 @@ int ref_subvol_delete(ref_fs *fs, const char *path)
 	struct rw_tree *rt;
 	if ((r = root_item_read(fs, id, &ri, &key)) || (r = root_tree(fs, &rt)))
 		return end_commit(fs, r);
-	/* Out of the namespace at once: the entry, the links, the uuids. */
-	struct ref_key fwd = { n.dir.subvol, BTRFS_ROOT_REF_KEY, id };
-	struct ref_key back = { id, BTRFS_ROOT_BACKREF_KEY, n.dir.subvol };
-	if ((r = dir_remove(fs, &n.dir, n.name, n.len, &ino)) || (r = bt_delete_key(fs, rt, &fwd)) ||
-	    (r = bt_delete_key(fs, rt, &back)) ||
+	/* Out of the namespace at once: the entry and its links (dir_remove),
+	 * the uuids. */
+	if ((r = dir_remove(fs, &n.dir, n.name, n.len, &ino)) ||
 	    (r = uuid_tree_remove(fs, ri.uuid, BTRFS_UUID_KEY_SUBVOL, id)) ||
 	    (r = uuid_tree_remove(fs, ri.received_uuid, BTRFS_UUID_KEY_RECEIVED_SUBVOL, id)))
 		return end_commit(fs, r);
@@ -416,6 +423,7 @@ int ref_subvol_delete(ref_fs *fs, const char *path)
 	struct ref_key ok = { BTRFS_ORPHAN_OBJECTID, BTRFS_ORPHAN_ITEM_KEY, id };
 	if (!(r = root_item_write(fs, &key, &ri)))
 		r = bt_insert_data(fs, rt, &ok, NULL, 0);
+	fs->rw->orphans_pending = true;
 	return end_commit(fs, r == -EEXIST ? ref_fail(fs, EUCLEAN, "subvolume %llu is already deleted",
 						       (unsigned long long)id)
 					   : r);

@@ -322,5 +322,14 @@ int ref_stat_path(ref_fs *fs, const char *path, bool follow, struct ref_stat *st
 {
 	struct ref_ino ino;
 	int r = vfs_resolve(fs, path, follow, &ino);
-	return r ? r : ref_stat(fs, &ino, st);
+	if (r || ino.ino != BTRFS_EMPTY_SUBVOL_DIR_OBJECTID)
+		return r ? r : ref_stat(fs, &ino, st);
+	/* A snapshot's stand-in shows the owner of the directory it was found
+	 * in: the path's last directory, unless a symlink led elsewhere. */
+	struct vfs_name n;
+	struct ref_ino last;
+	if (vfs_parent(fs, path, &n) || n.kind != LAST_NORM ||
+	    vfs_lookup(fs, &n.dir, n.name, n.len, &last, NULL) || last.ino != ino.ino)
+		return ref_stat(fs, &ino, st);
+	return ref_stat_in(fs, &n.dir, &ino, st);
 }

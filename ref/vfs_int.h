@@ -59,6 +59,15 @@ int inode_drop(ref_fs *fs, const struct ref_ino *ino);
 void inode_touch(ref_fs *fs, struct btrfs_inode_item *ii, bool mtime, bool ctime);
 uint32_t inode_mode(const struct btrfs_inode_item *ii);
 uint8_t mode_to_ft(uint32_t mode);
+/* Whether ino is a snapshot's stand-in for a subvolume nested in its source:
+ * the kernel's empty directory of inode 2 (new_simple_dir), which has no
+ * inode item and no name, xattr or attribute operations of its own.
+ * inode_read gives it as that directory (0755, one link). */
+bool vfs_is_standin(const struct ref_ino *ino);
+/* EROFS when ino lies in a read-only subvolume (btrfs_permission's MAY_WRITE,
+ * which Linux checks before a name's type, an xattr's presence or a subvolume
+ * boundary); a stand-in never does (it has no btrfs permission check). */
+int vfs_writable(ref_fs *fs, const struct ref_ino *ino);
 
 /* attr.c */
 /* What a write (of at least a byte), truncate or fallocate of a file, and a
@@ -79,6 +88,9 @@ int dir_add(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
 /* The same, telling the entry's DIR_INDEX (a subvolume's ROOT_REF needs it). */
 int dir_add_index(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
 		  const struct ref_ino *target, uint8_t type, uint64_t *index_out);
+/* For a subvolume's root (target in another subvolume than dir) the back
+ * references are ROOT_REF and ROOT_BACKREF in the root tree; a snapshot's
+ * stand-in has none. */
 /* Removes it again (the target's link count is the caller's). */
 int dir_remove(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
 	       const struct ref_ino *target);

@@ -339,23 +339,13 @@ static int finish_write(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inod
 	return inode_write(fs, ino, ii);
 }
 
-/* A read-only snapshot refuses data changes before anything (the csum tree
- * first) is touched: EROFS, as the kernel's open for writing gives. */
-static int data_writable(ref_fs *fs, const struct ref_ino *ino)
-{
-	struct rw_tree *t;
-	int r = rw_tree_get(fs, ino->subvol, &t);
-	if (r)
-		return r;
-	return t->rdonly ? ref_fail(fs, EROFS, "subvolume %llu is read-only",
-				    (unsigned long long)ino->subvol)
-			 : 0;
-}
-
+/* (Each data call checks vfs_writable before anything, the csum tree first,
+ * is touched: EROFS in a read-only snapshot, as the kernel's open for
+ * writing gives.) */
 int file_write(ref_fs *fs, const struct ref_ino *ino, const void *buf, size_t len, uint64_t off)
 {
 	struct btrfs_inode_item ii;
-	int r = data_writable(fs, ino);
+	int r = vfs_writable(fs, ino);
 	if (!r)
 		r = inode_read(fs, ino, &ii);
 	if (r || len == 0)
@@ -440,7 +430,7 @@ static int zero_partial(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inod
 int file_truncate(ref_fs *fs, const struct ref_ino *ino, uint64_t newsize)
 {
 	struct btrfs_inode_item ii;
-	int r = data_writable(fs, ino);
+	int r = vfs_writable(fs, ino);
 	if (!r)
 		r = inode_read(fs, ino, &ii);
 	if (r)
@@ -524,7 +514,7 @@ static int prealloc(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_it
 int file_fallocate(ref_fs *fs, const struct ref_ino *ino, int mode, uint64_t off, uint64_t len)
 {
 	struct btrfs_inode_item ii;
-	int r = data_writable(fs, ino);
+	int r = vfs_writable(fs, ino);
 	if (!r)
 		r = inode_read(fs, ino, &ii);
 	if (r)

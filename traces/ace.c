@@ -248,7 +248,11 @@ static void enumerate_subvol(struct gen *g)
 		{ "subvol-delete", "subvol-delete /U" },
 		{ "subvol-sync", "subvol-sync" },
 		{ "rmdir", "rmdir /U/N" },             /* a stand-in goes */
+		{ "rmdir", "rmdir /S/N" },             /* an empty subvolume goes */
 		{ "rename", "rename /T /U" },          /* a subvolume moves */
+		{ "rename", "rename /U /S/U" },        /* into another subvolume */
+		{ "rename", "rename /S/N /U/N" },      /* over a stand-in */
+		{ "create", "create /U/N/f" },         /* EACCES: a stand-in takes no names */
 	};
 	for (size_t i = 0; i < sizeof(sv) / sizeof(sv[0]); i++)
 		add(g, sv[i][0], sv[i][1], NULL, NULL);

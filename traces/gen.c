@@ -246,6 +246,42 @@ static bool has_children(const struct gen *g, size_t i)
 	return i + 1 < g->n && within(g->e[i + 1].path, g->e[i].path); /* paths are unique */
 }
 
+/* The entry of path's parent directory, or -1. */
+static long find_parent(struct gen *g, const char *path)
+{
+	const char *sl = strrchr(path, '/');
+	if (!sl)
+		return -1;
+	char *par = sl == path ? strdup("/") : strndup(path, (size_t)(sl - path));
+	if (!par) {
+		g->err = -ENOMEM;
+		return -1;
+	}
+	long pi = find(g, par);
+	free(par);
+	return pi;
+}
+
+/* Whether a new name at path is likely made: its directory is there, not in
+ * a read-only subvolume (EROFS) and not a snapshot's stand-in (EPERM, EACCES,
+ * ENOTTY).  Always without subvolumes (the stream stays what it was). */
+static bool names_go_in(struct gen *g, const char *path)
+{
+	if (!g->o->subvols)
+		return true;
+	long pi = find_parent(g, path);
+	return pi >= 0 && !g->e[pi].ro && !g->e[pi].standin;
+}
+
+/* Whether the name at path is likely removed: its directory is writable. */
+static bool names_go_from(struct gen *g, const char *path)
+{
+	if (!g->o->subvols)
+		return true;
+	long pi = find_parent(g, path);
+	return pi >= 0 && !g->e[pi].ro;
+}
+
 /* The deepest level entry i's parent may have when it moves: directories
  * stay at depth or above, anything else at depth + 1, its subtree included.
  * Negative when no level will do. */
@@ -286,6 +322,28 @@ static void reprefix(struct gen *g, struct ent *e, const char *from, const char 
 	e->lvl = level(p);
 }
 
+/* Whether Linux lets the rename of entry oi to new (entry ni, or -1) by for
+ * subvolumes' sake (btrfs_rename, btrfs_rename_exchange, btrfs_permission):
+ * both directories writable and NEW's no stand-in, a directory of a read-only
+ * subvolume (its root) keeps its parent, only a subvolume's root crosses a
+ * subvolume boundary (an exchange: two of them), a stand-in does not move,
+ * nothing goes over a subvolume's root. */
+static bool subvol_rename_ok(struct gen *g, long oi, long ni, const char *new, int flags)
+{
+	long op = find_parent(g, g->e[oi].path), np = find_parent(g, new);
+	if (op < 0 || np < 0)
+		return false;
+	const struct ent *o = &g->e[oi], *n = ni >= 0 ? &g->e[ni] : NULL;
+	bool exchange = flags & WL_RENAME_EXCHANGE;
+	if (g->e[op].ro || g->e[np].ro || g->e[np].standin)
+		return false;
+	if (op != np && ((o->type == E_DIR && o->ro) || (exchange && n && n->type == E_DIR && n->ro)))
+		return false;
+	if (g->e[op].svid != g->e[np].svid && (!o->subvol || (exchange && !(n && n->subvol))))
+		return false;
+	return !o->standin && !(n && (exchange ? n->standin : n->subvol));
+}
+
 /* What rename(old, new, flags) does to the model when it is likely to
  * succeed; nothing when it is likely to fail. */
 static void model_rename(struct gen *g, const char *old, const char *new, int flags)
@@ -293,15 +351,8 @@ static void model_rename(struct gen *g, const char *old, const char *new, int fl
 	long oi = find(g, old), ni = find(g, new);
 	if (oi <= 0 || !strcmp(old, new) || within(new, old) || within(old, new))
 		return;
-	if (g->o->subvols) { /* across subvolumes: EXDEV */
-		char *sl = strrchr(new, '/');
-		char *par = sl == new ? strdup("/") : strndup(new, (size_t)(sl - new));
-		long pi = par ? find(g, par) : -1;
-		free(par);
-		if (pi < 0 || g->e[pi].svid != g->e[oi].svid || g->e[oi].subvol || g->e[oi].standin ||
-		    (ni >= 0 && (g->e[ni].subvol || g->e[ni].standin)))
-			return;
-	}
+	if (g->o->subvols && !subvol_rename_ok(g, oi, ni, new, flags))
+		return;
 	char *o = strdup(old), *n = strdup(new);
 	if (!o || !n) {
 		free(o);
@@ -353,13 +404,11 @@ struct filt {
 	int children;	       /* directories: 1 only with children, -1 only empty, 0 any */
 	bool xattrs;	       /* only entries with an xattr set */
 	int target;	       /* symlinks: only those to this type (0: any) */
-	/* With subvolumes: entries in read-only subvolumes and stand-ins are
-	 * left out unless zones (the ops that aim there say so), subvolumes'
-	 * roots unless subvols; svid: only in subvolume svid - 1 (0: any). */
-	bool zones, subvols;
+	/* With subvolumes (every op may aim into read-only subvolumes, at
+	 * stand-ins and subvolumes' roots): svid: only in subvolume svid - 1
+	 * (0: any). */
 	unsigned svid;
 	bool only_subvols, only_ro, only_standins; /* only such entries */
-	unsigned not_svid;     /* not in subvolume not_svid - 1 (0: any) */
 };
 
 static bool fits(const struct gen *g, size_t i, const struct filt *f)
@@ -377,16 +426,10 @@ static bool fits(const struct gen *g, size_t i, const struct filt *f)
 		return false;
 	if (f->target && e->type == E_LINK && e->target != f->target)
 		return false;
-	if (!f->zones && (e->ro || e->standin))
-		return false;
-	if (!f->subvols && e->subvol && i != 0)
-		return false;
 	if (f->svid && e->svid != f->svid - 1)
 		return false;
 	if ((f->only_subvols && !e->subvol) || (f->only_ro && !e->ro) ||
 	    (f->only_standins && !e->standin))
-		return false;
-	if (f->not_svid && e->svid == f->not_svid - 1)
 		return false;
 	return true;
 }
@@ -419,7 +462,7 @@ static long pick_type(struct gen *g, int types, bool nonroot)
 static const char *pick_dir(struct gen *g, bool for_dir)
 {
 	int maxl = for_dir ? (int)g->o->depth - 1 : (int)g->o->depth;
-	long i = pick(g, &(struct filt){ .types = E_DIR, .maxlevel = maxl, .subvols = true });
+	long i = pick(g, &(struct filt){ .types = E_DIR, .maxlevel = maxl });
 	return i < 0 ? "/" : g->e[i].path;
 }
 
@@ -430,7 +473,7 @@ static const char *pick_dir_near(struct gen *g, size_t i, int maxl, const char *
 	unsigned svid = g->o->subvols && chance(g, 85) ? g->e[i].svid + 1 : 0;
 	long di = maxl < 0 ? -1
 			   : pick(g, &(struct filt){ .types = E_DIR, .maxlevel = maxl,
-						      .not_within = not_within, .subvols = true,
+						      .not_within = not_within,
 						      .svid = svid });
 	return di < 0 ? "/" : g->e[di].path;
 }
@@ -439,14 +482,7 @@ static const char *pick_dir_near(struct gen *g, size_t i, int maxl, const char *
  * does not give EXDEV). */
 static bool same_subvol(struct gen *g, size_t i, const char *path)
 {
-	char *sl = strrchr(path, '/');
-	char *par = sl == path ? strdup("/") : strndup(path, (size_t)(sl - path));
-	if (!par) {
-		g->err = -ENOMEM;
-		return false;
-	}
-	long pi = find(g, par);
-	free(par);
+	long pi = find_parent(g, path);
 	return pi >= 0 && g->e[pi].svid == g->e[i].svid;
 }
 
@@ -464,7 +500,7 @@ static size_t pick_any_i(struct gen *g)
 {
 	int r = (int)below(g, 100);
 	long i = pick(g, &(struct filt){ .types = r < 60 ? E_FILE : r < 90 ? E_DIR : E_LINK,
-					 .maxlevel = -1, .subvols = true });
+					 .maxlevel = -1 });
 	return i < 0 ? 0 : (size_t)i;
 }
 
@@ -580,7 +616,8 @@ static void gen_create(struct gen *g)
 	op_init(&op, WL_CREATE);
 	op.path = (char *)new_name(g, pick_dir(g, false), 'f');
 	op.mode = gen_mode(g, 0644, false);
-	add(g, op.path, E_FILE, 0);
+	if (names_go_in(g, op.path))
+		add(g, op.path, E_FILE, 0);
 	emit(g, &op);
 }
 
@@ -594,7 +631,8 @@ static void gen_mkdir(struct gen *g)
 	op_init(&op, WL_MKDIR);
 	op.path = (char *)new_name(g, pick_dir(g, true), 'd');
 	op.mode = gen_mode(g, 0755, true);
-	add(g, op.path, E_DIR, 0);
+	if (names_go_in(g, op.path))
+		add(g, op.path, E_DIR, 0);
 	emit(g, &op);
 }
 
@@ -646,7 +684,7 @@ static void gen_link(struct gen *g)
 	const char *dir = g->o->subvols ? pick_dir_near(g, (size_t)i, (int)g->o->depth, NULL)
 					: pick_dir(g, false);
 	op.path2 = (char *)new_name(g, dir, type == E_LINK ? 'l' : 'f');
-	if (!g->o->subvols || same_subvol(g, (size_t)i, op.path2))
+	if (!g->o->subvols || (same_subvol(g, (size_t)i, op.path2) && names_go_in(g, op.path2)))
 		add(g, op.path2, type, target);
 	emit(g, &op);
 }
@@ -667,7 +705,8 @@ static void gen_symlink(struct gen *g)
 	else
 		op.path2 = (char *)str(g, "/nowhere/d%u/f%u", (unsigned)below(g, g->names),
 				       (unsigned)below(g, g->names));
-	add(g, op.path, E_LINK, target);
+	if (names_go_in(g, op.path))
+		add(g, op.path, E_LINK, target);
 	emit(g, &op);
 }
 
@@ -725,14 +764,10 @@ static void gen_rename(struct gen *g)
 	long ei = find(g, new);
 	if (op.flags == WL_RENAME_EXCHANGE && ei >= 0 && !fits_level(g, (size_t)ei, level(old)))
 		op.flags = WL_RENAME_NOREPLACE; /* the other side would go too deep */
-	if (g->o->subvols && !same_subvol(g, (size_t)oi, new)) {
-		/* Across subvolumes: EXDEV, to a name that does not exist and
-		 * without flags (ref gives EXDEV before ENOENT, EEXIST and
-		 * ENOTEMPTY, Linux after them: traces/README.md). */
+	/* No exchange with a snapshot's stand-in: Linux 6.18 aborts the
+	 * transaction (the file system turns read-only; traces/README.md). */
+	if (op.flags == WL_RENAME_EXCHANGE && (g->e[oi].standin || (ei >= 0 && g->e[ei].standin)))
 		op.flags = 0;
-		char *sl = strrchr(new, '/');
-		new = str(g, "%.*s/x%u", (int)(sl - new), new, (unsigned)below(g, 1000));
-	}
 	op.path = (char *)str(g, "%s", old);
 	op.path2 = (char *)str(g, "%s", new);
 	model_rename(g, op.path, op.path2, op.flags);
@@ -749,7 +784,8 @@ static void gen_unlink(struct gen *g)
 	struct wl_op op;
 	op_init(&op, WL_UNLINK);
 	op.path = (char *)str(g, "%s", g->e[i].path);
-	del(g, (size_t)i);
+	if (names_go_from(g, op.path))
+		del(g, (size_t)i);
 	emit(g, &op);
 }
 
@@ -758,7 +794,7 @@ static void gen_rmdir(struct gen *g)
 	long i = -1;
 	if (g->o->subvols && chance(g, 25)) /* a snapshot's stand-in goes */
 		i = pick(g, &(struct filt){ .types = E_DIR, .nonroot = true, .maxlevel = -1,
-					    .zones = true, .only_standins = true });
+					    .only_standins = true });
 	if (i < 0)
 		i = pick(g, &(struct filt){ .types = E_DIR, .nonroot = true, .maxlevel = -1,
 					    .children = chance(g, 85) ? -1 : 0 });
@@ -769,7 +805,8 @@ static void gen_rmdir(struct gen *g)
 	struct wl_op op;
 	op_init(&op, WL_RMDIR);
 	op.path = (char *)str(g, "%s", g->e[i].path);
-	if (!has_children(g, (size_t)i))
+	/* (an empty subvolume goes as a directory does) */
+	if (!has_children(g, (size_t)i) && names_go_from(g, op.path))
 		del(g, (size_t)i);
 	emit(g, &op);
 }
@@ -791,7 +828,8 @@ static void gen_setxattr(struct gen *g)
 	for (size_t k = 0; k < op.vlen; k++)
 		value[k] = kind < 55 ? (uint8_t)('a' + below(g, 26)) : (uint8_t)below(g, 256);
 	op.value = op.vlen ? value : NULL;
-	g->e[i].xattrs |= 1u << x;
+	if (!g->e[i].ro && !g->e[i].standin) /* else EROFS, EOPNOTSUPP */
+		g->e[i].xattrs |= 1u << x;
 	emit(g, &op);
 }
 
@@ -805,7 +843,8 @@ static void gen_removexattr(struct gen *g)
 		do
 			x = (unsigned)below(g, NXNAMES);
 		while (!(g->e[i].xattrs & (1u << x)));
-		g->e[i].xattrs &= ~(1u << x);
+		if (!g->e[i].ro)
+			g->e[i].xattrs &= ~(1u << x);
 	} else {
 		i = pick_type(g, E_FILE | E_DIR, false);
 		x = (unsigned)below(g, NXNAMES);
@@ -815,14 +854,34 @@ static void gen_removexattr(struct gen *g)
 	emit(g, &op);
 }
 
+/* Whether directory i holds a snapshot's stand-in. */
+static bool holds_standin(const struct gen *g, size_t i)
+{
+	for (size_t j = i + 1; j < g->n && within(g->e[j].path, g->e[i].path); j++)
+		if (g->e[j].standin && g->e[j].lvl == g->e[i].lvl + 1)
+			return true;
+	return false;
+}
+
+/* Whether a chown of entry i (followed) leaves every stand-in's owner alone:
+ * not a directory holding one, nor a symlink that may lead to a directory. */
+static bool owner_is_safe(const struct gen *g, size_t i)
+{
+	const struct ent *e = &g->e[i];
+	return e->type == E_FILE || (e->type == E_DIR && !holds_standin(g, i)) ||
+	       (e->type == E_LINK && e->target == E_FILE);
+}
+
 static void gen_attr(struct gen *g, enum wl_kind k)
 {
 	struct wl_op op;
 	op_init(&op, k);
-	op.path = (char *)pick_any(g);
-	/* With subvolumes, no directory changes owner: a stand-in shows its
-	 * parent's owner in Linux, root's in ref (traces/README.md). */
-	if (k == WL_CHOWN && g->o->subvols) { /* a file (a symlink may lead to a directory) */
+	size_t i = pick_any_i(g);
+	op.path = g->e[i].path;
+	/* With subvolumes, no directory holding a stand-in changes owner: the
+	 * stand-in shows its parent's owner, but Linux's keeps the one of its
+	 * first lookup while it is cached (traces/README.md). */
+	if (k == WL_CHOWN && g->o->subvols && !owner_is_safe(g, i)) {
 		long f = pick_type(g, E_FILE, true);
 		op.path = f < 0 ? (char *)"/f0" : g->e[f].path;
 	}
@@ -867,7 +926,7 @@ static void gen_subvol_create(struct gen *g)
 	struct wl_op op;
 	op_init(&op, WL_SUBVOL_CREATE);
 	op.path = (char *)new_name(g, pick_dir(g, true), 's');
-	if (find(g, op.path) < 0) {
+	if (find(g, op.path) < 0 && names_go_in(g, op.path)) {
 		add(g, op.path, E_DIR, 0);
 		make_subvol_root(g, op.path, false);
 	}
@@ -879,7 +938,7 @@ static void gen_subvol_create(struct gen *g)
 static void model_snapshot(struct gen *g, const char *src, const char *dst, bool ro)
 {
 	long si = find(g, src);
-	if (si < 0 || find(g, dst) >= 0)
+	if (si < 0 || find(g, dst) >= 0 || !names_go_in(g, dst))
 		return;
 	unsigned sv = g->e[si].svid;
 	struct ent *c = calloc(g->n, sizeof(*c));
@@ -926,16 +985,16 @@ static void model_snapshot(struct gen *g, const char *src, const char *dst, bool
 	free(c);
 }
 
-/* A subvolume's root (read-only ones too when zones), or -1. */
-static long pick_subvol(struct gen *g, bool zones)
+/* A subvolume's root, or -1. */
+static long pick_subvol(struct gen *g)
 {
 	return pick(g, &(struct filt){ .types = E_DIR, .nonroot = true, .maxlevel = -1,
-				       .zones = zones, .subvols = true, .only_subvols = true });
+				       .only_subvols = true });
 }
 
 static void gen_snapshot(struct gen *g)
 {
-	long si = chance(g, 10) ? 0 : pick_subvol(g, true); /* 0: the top level */
+	long si = chance(g, 10) ? 0 : pick_subvol(g); /* 0: the top level */
 	if (si < 0) {
 		gen_subvol_create(g);
 		return;
@@ -943,10 +1002,9 @@ static void gen_snapshot(struct gen *g)
 	struct wl_op op;
 	op_init(&op, WL_SNAPSHOT);
 	op.path = (char *)str(g, "%s", g->e[si].path);
-	/* DEST outside SRC's subvolume: ref's snapshot would hold DEST's own
-	 * entry (as a stand-in), Linux's does not (traces/README.md). */
-	long di = pick(g, &(struct filt){ .types = E_DIR, .maxlevel = (int)g->o->depth - 1,
-					  .subvols = true, .not_svid = g->e[si].svid + 1 });
+	/* DEST anywhere, inside SRC's subvolume too (the snapshot does not
+	 * hold its own entry) */
+	long di = pick(g, &(struct filt){ .types = E_DIR, .maxlevel = (int)g->o->depth - 1 });
 	if (di < 0) {
 		gen_subvol_create(g);
 		return;
@@ -968,7 +1026,7 @@ static bool holds_subvol(const struct gen *g, size_t i)
 
 static void gen_subvol_delete(struct gen *g)
 {
-	long i = pick_subvol(g, true);
+	long i = pick_subvol(g);
 	if (i < 0) {
 		gen_subvol_create(g);
 		return;
@@ -993,7 +1051,7 @@ static void gen_subvol_delete(struct gen *g)
 static void gen_ro_probe(struct gen *g)
 {
 	long i = pick(g, &(struct filt){ .types = E_ANY, .nonroot = true, .maxlevel = -1,
-					 .zones = true, .subvols = true, .only_ro = true });
+					 .only_ro = true });
 	if (i < 0) {
 		gen_snapshot(g);
 		return;
@@ -1084,7 +1142,7 @@ static void gen_bad(struct gen *g)
 			op.path = i < 0 ? (char *)"/f0" : g->e[i].path;
 			op.path2 = (char *)p;
 		}
-		if (!bad)
+		if (!bad && names_go_in(g, p))
 			add(g, p, k == WL_MKDIR ? E_DIR : E_FILE, 0);
 		break;
 	}
@@ -1118,12 +1176,9 @@ static void gen_bad(struct gen *g)
 		while (j + n < g->n && within(g->e[j + n].path, g->e[j].path))
 			n++;
 		size_t k;
-		/* (with subvolumes: in its subvolume, no stand-in: ref gives EXDEV
-		 * or fails on the stand-in before Linux's EINVAL) */
-		do
+		do /* (with subvolumes: in a nested one or a stand-in too) */
 			k = j + (size_t)below(g, n);
-		while (g->e[k].type != E_DIR ||
-		       (g->o->subvols && (g->e[k].svid != g->e[j].svid || g->e[k].standin)));
+		while (g->e[k].type != E_DIR);
 		op.path = g->e[i].path;
 		op.path2 = (char *)join(g, g->e[k].path, str(g, "d%u", (unsigned)below(g, g->names)));
 		op.flags = chance(g, 20) ? WL_RENAME_NOREPLACE : 0;
@@ -1197,7 +1252,7 @@ static void gen_bad(struct gen *g)
 	}
 	case 12: { /* a snapshot of what is not a subvolume (EINVAL), or onto a name that exists */
 		op_init(&op, WL_SNAPSHOT);
-		long si = chance(g, 30) ? pick_subvol(g, true) : -1;
+		long si = chance(g, 30) ? pick_subvol(g) : -1;
 		if (si >= 0) {
 			op.path = g->e[si].path;
 			op.path2 = (char *)pick_any(g);
@@ -1205,8 +1260,10 @@ static void gen_bad(struct gen *g)
 		}
 		long i = pick_type(g, chance(g, 50) ? E_DIR : E_FILE, true);
 		op.path = i < 0 ? (char *)"/f0" : g->e[i].path;
-		/* a name that does not exist: ref looks DEST up before SRC */
-		op.path2 = (char *)join(g, pick_dir(g, true), str(g, "x%u", (unsigned)below(g, 1000)));
+		/* DEST new or existing: SRC is checked first (EINVAL before EEXIST) */
+		op.path2 = chance(g, 50) ? (char *)pick_any(g)
+					 : (char *)join(g, pick_dir(g, true),
+							str(g, "x%u", (unsigned)below(g, 1000)));
 		break;
 	}
 	case 13: { /* subvol-delete of a directory (EINVAL) or of a subvolume holding

@@ -79,11 +79,13 @@ static int hash_file(struct rwalk *w, const struct ref_ino *ino, uint64_t size, 
 
 static int rwalk_dir(struct rwalk *w, const struct ref_ino *dir, const char *path, int depth);
 
-/* Describes the object at path, then what is below it. */
-static int rwalk_one(struct rwalk *w, const struct ref_ino *ino, const char *path, int depth)
+/* Describes the object at path (an entry of dir; the start is its own), then
+ * what is below it. */
+static int rwalk_one(struct rwalk *w, const struct ref_ino *dir, const struct ref_ino *ino,
+		     const char *path, int depth)
 {
 	struct ref_stat st;
-	if (ref_stat(w->fs, ino, &st))
+	if (ref_stat_in(w->fs, dir, ino, &st))
 		return rfail(path, ref_error(w->fs));
 	unsigned char sha[crypto_hash_sha256_BYTES];
 	char *target = NULL;
@@ -139,7 +141,7 @@ static int rwalk_dir(struct rwalk *w, const struct ref_ino *dir, const char *pat
 		rc = rfail(path, r == -ENOMEM ? strerror(ENOMEM) : ref_error(w->fs));
 	for (size_t i = 0; i < ch.n && !rc; i++) {
 		char *sub = mf_path_join(path, ch.e[i].name, ch.e[i].len);
-		rc = sub ? rwalk_one(w, &ch.e[i].ino, sub, depth) : rfail(path, strerror(ENOMEM));
+		rc = sub ? rwalk_one(w, dir, &ch.e[i].ino, sub, depth) : rfail(path, strerror(ENOMEM));
 		free(sub);
 	}
 	ref_dentries_free(&ch);
@@ -155,7 +157,7 @@ int mf_walk_ref(struct manifest *m, ref_fs *fs, const struct ref_ino *start, cha
 	if (!(w.buf = malloc(CHUNK)))
 		rc = rfail_(&w, "/", strerror(ENOMEM));
 	else
-		rc = rwalk_one(&w, start, "/", 0);
+		rc = rwalk_one(&w, start, start, "/", 0);
 	mf_xattrs_clear(&w.xs);
 	free(w.xs.x);
 	free(w.buf);

@@ -1074,6 +1074,10 @@ static const char *subvol_rename_problem(const struct model *m, const struct wl_
 		return NULL;
 	if (in_ro(m, o->dir) || in_ro(m, n->dir))
 		return "a directory in a read-only subvolume (Linux: EROFS)";
+	/* vfs_rename: a directory moved to another parent is written ("..") */
+	if (o->dir != n->dir && ((S_ISDIR(m->ino[oi]->mode) && in_ro(m, oi)) ||
+				 (ni && exchange && S_ISDIR(m->ino[*ni]->mode) && in_ro(m, *ni))))
+		return "a directory of a read-only subvolume moves to another parent (Linux: EROFS)";
 	if (m->ino[n->dir]->kind == K_STANDIN)
 		return "NEW's directory is a snapshot's stand-in for a subvolume (Linux: EPERM)";
 	if (m->ino[oi]->kind == K_STANDIN || (ni && exchange && m->ino[*ni]->kind == K_STANDIN))
@@ -1234,16 +1238,17 @@ static int do_attr(struct model *m, const struct wl_op *op, char *err, size_t er
 	default:
 		return 0; /* fsync, fdatasync: nothing the description shows */
 	}
-	if (in_ro(m, i))
-		return disagree(err, errlen, op, "in a read-only subvolume (Linux: EROFS)");
 	if (m->ino[i]->kind == K_STANDIN) {
 		/* No xattr handlers; an attribute change stays in the in-memory
-		 * inode, which the next lookup makes anew. */
+		 * inode, which the next lookup makes anew (in a read-only
+		 * subvolume too: a stand-in has no btrfs permission check). */
 		if (op->kind == WL_SETXATTR || op->kind == WL_REMOVEXATTR)
 			return disagree(err, errlen, op,
 					"a snapshot's stand-in has no xattrs (Linux: EOPNOTSUPP)");
 		return 0;
 	}
+	if (in_ro(m, i))
+		return disagree(err, errlen, op, "in a read-only subvolume (Linux: EROFS)");
 	if (op->kind == WL_UTIMES)
 		return 0; /* nothing the description shows */
 	if (op->kind == WL_REMOVEXATTR && !xattr_find(m->ino[i], op->name, &at))

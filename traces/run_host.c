@@ -365,6 +365,15 @@ static int do_rename(const struct wl_host *h, const struct wl_op *op, char *err,
 	return r;
 }
 
+/* The directory that stands for "/" opened O_RDONLY, for syncfs and the
+ * ioctls that act on the whole file system (an O_PATH fd takes none); a
+ * negative errno with err set. */
+static int open_root(const struct wl_host *h, char *err, size_t errlen)
+{
+	int fd = openat(h->rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? fail(err, errlen, "openat (root)", -errno) : fd;
+}
+
 /* ---- Subvolumes: btrfs's ioctls, as btrfs-progs makes them ---- */
 
 /* How long subvol-sync waits for the cleaner before it gives up. */
@@ -403,6 +412,22 @@ static int subvol_parent(const struct wl_host *h, const char *path, int *dirfd,
 	return r;
 }
 
+/* What subvol-create and subvol-delete do before their ioctl: PATH checked,
+ * its parent opened (*dirfd) and its last component in args; on "/" (the
+ * top level) no ioctl: the errno root_errno as the ioctl `sys` would give. */
+static int subvol_path_args(const struct wl_host *h, const struct wl_op *op, const char *sys,
+			    int root_errno, struct btrfs_ioctl_vol_args_v2 *args, int *dirfd,
+			    char *err, size_t errlen)
+{
+	memset(args, 0, sizeof(*args));
+	bool root;
+	int r;
+	if ((r = check_len(op->path, err, errlen)) ||
+	    (r = subvol_parent(h, op->path, dirfd, args->name, &root, "PATH", err, errlen)))
+		return r;
+	return root ? on_root(sys, root_errno, err, errlen) : 0;
+}
+
 /* subvol-create PATH: BTRFS_IOC_SUBVOL_CREATE_V2 on the parent.  The new
  * root directory's mode is 0777 less the umask (btrfs_new_subvol_inode):
  * the umask is 022 around the ioctl, as `btrfs subvolume create` in a shell,
@@ -411,14 +436,10 @@ static int do_subvol_create(const struct wl_host *h, const struct wl_op *op, cha
 			    size_t errlen)
 {
 	struct btrfs_ioctl_vol_args_v2 args;
-	memset(&args, 0, sizeof(args));
-	int dirfd, r;
-	bool root;
-	if ((r = check_len(op->path, err, errlen)) ||
-	    (r = subvol_parent(h, op->path, &dirfd, args.name, &root, "PATH", err, errlen)))
+	int dirfd, r = subvol_path_args(h, op, "BTRFS_IOC_SUBVOL_CREATE_V2", EEXIST, &args, &dirfd,
+					err, errlen);
+	if (r)
 		return r;
-	if (root)
-		return on_root("BTRFS_IOC_SUBVOL_CREATE_V2", EEXIST, err, errlen);
 	mode_t old = umask(022);
 	r = ioctl(dirfd, BTRFS_IOC_SUBVOL_CREATE_V2, &args);
 	r = r < 0 ? -errno : 0;
@@ -466,14 +487,10 @@ static int do_subvol_delete(const struct wl_host *h, const struct wl_op *op, cha
 			    size_t errlen)
 {
 	struct btrfs_ioctl_vol_args_v2 args;
-	memset(&args, 0, sizeof(args));
-	int dirfd, r;
-	bool root;
-	if ((r = check_len(op->path, err, errlen)) ||
-	    (r = subvol_parent(h, op->path, &dirfd, args.name, &root, "PATH", err, errlen)))
+	int dirfd, r = subvol_path_args(h, op, "BTRFS_IOC_SNAP_DESTROY_V2", EPERM, &args, &dirfd,
+					err, errlen);
+	if (r)
 		return r;
-	if (root)
-		return on_root("BTRFS_IOC_SNAP_DESTROY_V2", EPERM, err, errlen);
 	r = ioctl(dirfd, BTRFS_IOC_SNAP_DESTROY_V2, &args) < 0 ? -errno : 0;
 	close(dirfd);
 	return r ? fail(err, errlen, "BTRFS_IOC_SNAP_DESTROY_V2", r) : 0;
@@ -519,9 +536,9 @@ static int root_tree_items(int fd, uint64_t lo, uint64_t hi, uint32_t t, uint64_
  * system other than btrfs the search's errno (ENOTTY). */
 static int do_subvol_sync(const struct wl_host *h, char *err, size_t errlen)
 {
-	int fd = openat(h->rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = open_root(h, err, errlen);
 	if (fd < 0)
-		return fail(err, errlen, "openat (root)", -errno);
+		return fd;
 	uint64_t ids[512];
 	int r = root_tree_items(fd, BTRFS_ORPHAN_OBJECTID, BTRFS_ORPHAN_OBJECTID,
 				BTRFS_ORPHAN_ITEM_KEY, ids, 512);
@@ -618,9 +635,9 @@ int wl_exec_host(void *host, const struct wl_op *op, char *err, size_t errlen)
 	case WL_CHOWN:
 		return on_path_fd(h, op, err, errlen);
 	case WL_SYNC: {
-		int fd = openat(h->rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		int fd = open_root(h, err, errlen);
 		if (fd < 0)
-			return fail(err, errlen, "openat (root)", -errno);
+			return fd;
 		int r = syncfs(fd) < 0 ? fail(err, errlen, "syncfs", -errno) : 0;
 		close(fd);
 		return r;

@@ -64,15 +64,30 @@ out_has '^20 workloads, [0-9]+ crash states .* 0 violations'
 done_check
 
 # Each mutant is caught by the seq-1 campaign; the violation is minimized.
-for name in skip-flush cow-in-place super-first drop-dirty early-reuse; do
+# Those of the commit path by its first workloads, snap-rw by the subvolume
+# set's snapshots (snapshot /S /U ro).  Not snap-no-commit: it shows only in
+# a snapshot made inside its own source in the transaction that changed a
+# source tree of two levels or more.  No campaign makes one: a bounded
+# workload follows each operation with a persistence point (a commit in ref)
+# and its setup snapshots /S into the top level; random workloads never
+# snapshot into the source's own subvolume (traces/README.md).  Neither
+# --seq 1 --subvol nor --random with --subvol finds it, with 16k or 4k nodes;
+# test_explore.sh catches it with such a workload.
+catch_args() {
+	case $1 in
+	snap-rw) echo --seq 1 --subvol --ops snapshot ;;
+	*) echo --seq 1 --limit 40 ;;
+	esac
+}
+for name in skip-flush cow-in-place super-first drop-dirty early-reuse snap-rw; do
 	M="$ROOT/build/mutants/btrsim-$name"
 	if [ ! -x "$M" ]; then
 		echo "SKIP campaign-catches-$name: no $M (make mutants builds it; make test does)"
 		continue
 	fi
 	mdb="$T/$name.db"
-	run "campaign-catches-$name" 1 "$M" campaign --seq 1 --limit 40 --db "$mdb"
-	out_has '^VIOLATION seq-1/[0-9]+ \(run [0-9]+\): crash state [0-9]+: crash at IO [0-9]+'
+	run "campaign-catches-$name" 1 "$M" campaign $(catch_args $name) --db "$mdb"
+	out_has '^VIOLATION seq-1(-subvol)?/[0-9]+ \(run [0-9]+\): crash state [0-9]+: crash at IO [0-9]+'
 	out_has '^# btrsim reproducer: [0-9]+ operations?$'
 	out_has ' [1-9][0-9]* violations in '
 	done_check
@@ -92,7 +107,7 @@ done_check
 
 # The subvolume set: every seq-1 workload over a subvolume and its snapshot.
 run campaign-subvol-seq1 0 "$BTRSIM" campaign --seq 1 --subvol --max-subset 4 --samples 4 --torn 1
-out_has '^137 workloads, [0-9]+ crash states \([0-9]+/s\), 0 violations in '
+out_has '^141 workloads, [0-9]+ crash states \([0-9]+/s\), 0 violations in '
 done_check
 run campaign-subvol-seq2-slice 0 "$BTRSIM" campaign --seq 2 --subvol --ops snapshot,write,subvol-delete \
 	--shard 1/7 --max-subset 3 --samples 2 --torn 0

@@ -87,9 +87,25 @@ truncate /U/bar 100
 fdatasync /U/bar
 subvol-sync
 W
+# A snapshot inside its own source, made in the transaction that changed the
+# source (4 KiB nodes: a source tree of two levels, its leaves dirty): the
+# snapshot holds the source as it was before its own entry existed (ref
+# commits before it copies the source's root).
+{
+	echo 'mkdir /a'
+	for i in $(seq 0 39); do echo "create /a/f$i"; done
+	echo 'mkdir /d'
+	echo 'snapshot / /d/s'
+} >"$T/w5.wl"
+# Explore options a workload needs.
+wl_opts() {
+	case $1 in
+	w5) echo --nodesize 4k ;;
+	esac
+}
 
-for w in w1 w2 w3 w4; do
-	run "explore-$w" 0 "$BTRSIM" explore "$T/$w.wl"
+for w in w1 w2 w3 w4 w5; do
+	run "explore-$w" 0 "$BTRSIM" explore $(wl_opts $w) "$T/$w.wl"
 	out_has '^seed 1$'
 	out_has ' 0 violations$'
 	states=$(sed -n 's/.* crash points, \([0-9]*\) crash states.*/\1/p' "$OUT")
@@ -105,7 +121,7 @@ for seed in 1 2; do
 	done_check
 done
 for seed in 1 2; do
-	"$BTRSIM" gen-workload --seed "$seed" --ops 60 --max-offset 1M --max-len 64K --subvols \
+	"$BTRSIM" gen-workload --seed "$seed" --ops 80 --max-offset 1M --max-len 64K --subvols \
 		>"$T/gs$seed.wl"
 	grep -q '^snapshot ' "$T/gs$seed.wl" || echo "FAIL explore-random-subvols-seed-$seed: no snapshot"
 	run "explore-random-subvols-seed-$seed" 0 "$BTRSIM" explore --max-subset 6 --samples 8 \
@@ -168,9 +184,19 @@ sed 's/ ([0-9]*\/s)//' "$OUT" >"$T/e1"
 cmp -s "$T/e1" "$T/e2" || fail "two runs differ"
 done_check
 
-# The oracle catches each deliberately broken build.
+# The oracle catches each deliberately broken build: those of the commit
+# path on two small workloads, those of snapshots on the workloads above
+# that exercise what they break (a read-only snapshot; a snapshot inside its
+# own source with a two-level tree).
+catch_workloads() {
+	case $1 in
+	snap-rw) echo w4 ;;
+	snap-no-commit) echo w5 ;;
+	*) echo w1 w2 ;;
+	esac
+}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-for name in skip-flush cow-in-place super-first drop-dirty early-reuse; do
+for name in skip-flush cow-in-place super-first drop-dirty early-reuse snap-rw snap-no-commit; do
 	M="$ROOT/build/mutants/btrsim-$name"
 	if [ ! -x "$M" ]; then
 		echo "SKIP explore-catches-$name: no $M (make mutants builds it; make test does)"
@@ -178,8 +204,8 @@ for name in skip-flush cow-in-place super-first drop-dirty early-reuse; do
 	fi
 	NAME="explore-catches-$name"
 	caught=0
-	for w in w1 w2; do
-		"$M" explore --no-minimize "$T/$w.wl" >"$T/m.out" 2>"$T/m.err"
+	for w in $(catch_workloads $name); do
+		"$M" explore --no-minimize $(wl_opts $w) "$T/$w.wl" >"$T/m.out" 2>"$T/m.err"
 		rc=$?
 		[ $rc -eq 1 ] && grep -q 'crash at IO' "$T/m.err" && caught=1
 		[ $rc -gt 1 ] && fail "exit $rc: $(head -c 200 "$T/m.err")"
