@@ -135,7 +135,7 @@ bench: deps
 # build/mutants/NAME/).  The explorer's tests
 # run every one and must catch it.
 MUTANTS := skip-flush:1 cow-in-place:2 super-first:3 drop-dirty:4 early-reuse:5 snap-rw:6 \
-	snap-no-commit:7
+	snap-no-commit:7 qgroup-no-inherit:8
 mutants:
 	@for m in $(MUTANTS); do \
 		name=$${m%%:*}; num=$${m##*:}; \

@@ -15,7 +15,7 @@
 
 static const char usage_text[] =
 	"usage: btrsim campaign [--seq N [--ops SET] [--files SET]] [--random N [--length L]]\n"
-	"                       [--subvol]\n"
+	"                       [--subvol] [--quota]\n"
 	"                       [--shard I/N] [--limit N] [--db FILE] [explore options]\n"
 	"\n"
 	"Explore many workloads, each like 'btrsim explore', and record each as a run\n"
@@ -195,6 +195,7 @@ static int cmd_campaign(int argc, char **argv)
 		ace_free(a);
 	}
 	c.o = ce.o;
+	c.quota = ce.quota;
 	c.ro.faults = ce.faults_text;
 	c.progress = !quiet && isatty(STDERR_FILENO) ? stderr : NULL;
 	char *args = args_text(argc, argv);

@@ -80,6 +80,11 @@ static int cmd_explore(int argc, char **argv)
 		cli_explore_free(&ce);
 		return cli_fail(&cli_cmd_explore, "%s", err);
 	}
+	if (cli_explore_quota(&ce, &w)) {
+		wl_free(&w);
+		cli_explore_free(&ce);
+		return cli_fail(&cli_cmd_explore, "out of memory");
+	}
 	if (cli_explore_load(&ce, err, sizeof(err))) {
 		wl_free(&w);
 		return cli_fail(&cli_cmd_explore, "%s", err);

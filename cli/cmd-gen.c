@@ -4,6 +4,7 @@
 
 #include <getopt.h>
 #include <stdio.h>
+#include <string.h>
 
 static const char usage_text[] =
 	"usage: btrsim gen-workload [options]\n"
@@ -23,6 +24,8 @@ static const char usage_text[] =
 	"  --no-sync           leave out fsync, fdatasync and sync\n"
 	"  --subvols           add subvol-create, snapshot (some read-only), subvol-delete,\n"
 	"                      subvol-sync, and operations in read-only snapshots\n"
+	"  --quota             start with quota-enable (quota groups on), then the same\n"
+	"                      operations as without it\n"
 	"  -h, --help          show this help\n";
 
 const struct cli_cmd cli_cmd_gen;
@@ -35,7 +38,7 @@ static int cmd_gen(int argc, char **argv)
 		{ "max-offset", required_argument, NULL, 'O' },
 		{ "max-len", required_argument, NULL, 'L' }, { "bad", required_argument, NULL, 'b' },
 		{ "no-sync", no_argument, NULL, 'S' },      { "help", no_argument, NULL, 'h' },
-		{ "subvols", no_argument, NULL, 'V' },
+		{ "subvols", no_argument, NULL, 'V' },      { "quota", no_argument, NULL, 'Q' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct wl_gen_opts o = { .seed = 1, .ops = 1000 };
@@ -46,7 +49,7 @@ static int cmd_gen(int argc, char **argv)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		bool sizes = c == 'O' || c == 'L';
-		if (c != 'S' && c != 'V' && c != 'h' && c != '?' && cli_parse_u64(optarg, &v, sizes))
+		if (!strchr("SVQh?", c) && cli_parse_u64(optarg, &v, sizes))
 			return cli_usage_error(&cli_cmd_gen, "expected a number, not '%s'", optarg);
 		switch (c) {
 		case 's': o.seed = v; break;
@@ -70,6 +73,7 @@ static int cmd_gen(int argc, char **argv)
 			break;
 		case 'S': o.syncs = false; break;
 		case 'V': o.subvols = true; break;
+		case 'Q': o.quota = true; break;
 		case 'h': return cli_help(&cli_cmd_gen);
 		default: return cli_usage_error(&cli_cmd_gen, "unknown option '%s'", argv[optind - 1]);
 		}
@@ -79,8 +83,8 @@ static int cmd_gen(int argc, char **argv)
 	struct wl_workload w = { 0 };
 	if (wl_generate(&o, &w))
 		return cli_fail(&cli_cmd_gen, "out of memory");
-	printf("# btrsim gen-workload --seed %llu --ops %zu%s\n", (unsigned long long)o.seed, o.ops,
-	       o.subvols ? " --subvols" : "");
+	printf("# btrsim gen-workload --seed %llu --ops %zu%s%s\n", (unsigned long long)o.seed,
+	       o.ops, o.subvols ? " --subvols" : "", o.quota ? " --quota" : "");
 	int r = wl_print(stdout, &w);
 	wl_free(&w);
 	return r ? cli_fail(&cli_cmd_gen, "writing the workload failed") : 0;

@@ -40,8 +40,28 @@ int cli_explore_opt(struct cli_explore *ce, const struct cli_cmd *cmd, int c, co
 		ce->o.meta_profile = v > 1 ? BTRFS_BLOCK_GROUP_RAID1 : BTRFS_BLOCK_GROUP_DUP;
 		return 0;
 	case 'F': ce->faults_path = arg; return 0;
+	case 'Q': ce->quota = true; return 0;
 	default: return -1;
 	}
+}
+
+int cli_explore_quota(const struct cli_explore *ce, struct wl_workload *w)
+{
+	if (!ce->quota || (w->n && w->ops[0].kind == WL_QUOTA_ENABLE))
+		return 0;
+	struct wl_workload q = { 0 };
+	int r = wl_append(&q, &(struct wl_op){ .kind = WL_QUOTA_ENABLE });
+	for (size_t i = 0; i < w->n && !r; i++)
+		r = wl_append(&q, &w->ops[i]);
+	if (r) {
+		wl_free(&q);
+		return r;
+	}
+	q.name = w->name;
+	w->name = NULL;
+	wl_free(w);
+	*w = q;
+	return 0;
 }
 
 int cli_explore_load(struct cli_explore *ce, char *err, size_t errlen)

@@ -24,19 +24,23 @@
 	"  --disks N           disks in the volume (1); with 2 or more, data and\n" \
 	"                      metadata are RAID1 and each disk crashes on its own\n" \
 	"  --faults PLAN       arm the fault plan PLAN while the workload runs\n" \
-	"                      (faults/README.md); its sim lines damage the disks\n"
+	"                      (faults/README.md); its sim lines damage the disks\n" \
+	"  --quota             quota groups on: each workload starts with quota-enable\n" \
+	"                      (campaign --seq: as the setup's first op), so that every\n" \
+	"                      crash state's group numbers are checked against a recount\n"
 
 #define EXPLORE_LONG_OPTS \
 	{ "max-subset", required_argument, NULL, 'k' }, { "samples", required_argument, NULL, 'n' }, \
 	{ "torn", required_argument, NULL, 't' }, { "seed", required_argument, NULL, 's' }, \
 	{ "nodesize", required_argument, NULL, 'N' }, { "disks", required_argument, NULL, 'K' }, \
-	{ "faults", required_argument, NULL, 'F' }
+	{ "faults", required_argument, NULL, 'F' }, { "quota", no_argument, NULL, 'Q' }
 
 struct cli_explore {
 	struct explore_opts o;
 	const char *faults_path;  /* --faults */
 	struct fault_plan *plan;  /* loaded by cli_explore_load */
 	char *faults_text;        /* its canonical text, stored with each run */
+	bool quota;               /* --quota: workloads start with quota-enable */
 };
 
 void cli_explore_init(struct cli_explore *ce);
@@ -44,6 +48,10 @@ void cli_explore_init(struct cli_explore *ce);
  * returns 0 handled, -1 not one of them, or an exit status (2) after a
  * usage message. */
 int cli_explore_opt(struct cli_explore *ce, const struct cli_cmd *cmd, int c, const char *arg);
+/* With --quota: w with quota-enable put before its first op (a workload
+ * that starts with it already is left as it is).  0 or -ENOMEM (w
+ * unchanged). */
+int cli_explore_quota(const struct cli_explore *ce, struct wl_workload *w);
 /* After the options: loads the fault plan.  0 or -1 with a message. */
 int cli_explore_load(struct cli_explore *ce, char *err, size_t errlen);
 void cli_explore_free(struct cli_explore *ce);

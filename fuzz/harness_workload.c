@@ -49,14 +49,43 @@ static const struct timespec times_table[8] = {
 /* The kinds an op byte selects (b % NKINDS): every kind but mark and crash,
  * which the explorer does not run; but the SUBVOL_BYTES byte values from
  * SUBVOL_BYTE0 (248..251, which b % NKINDS mapped to utimes, fsync,
- * fdatasync and sync before) select the subvolume operations, values no op
- * byte of the regression corpus or the seeds had: those decode as before. */
+ * fdatasync and sync before) select the subvolume operations, and
+ * QUOTA_BYTE (247, chown's before) quota-enable: values no op byte of the
+ * regression corpus or the seeds had, so those decode as before. */
 #define NKINDS 18
 _Static_assert(WL_SYNC == NKINDS - 1, "the op byte selects WL_MKDIR..WL_SYNC");
 #define SUBVOL_BYTES 4
 #define SUBVOL_BYTE0 248
 _Static_assert(WL_SUBVOL_SYNC - WL_SUBVOL_CREATE == SUBVOL_BYTES - 1,
-	       "bytes 252..255 select WL_SUBVOL_CREATE..WL_SUBVOL_SYNC");
+	       "bytes 248..251 select WL_SUBVOL_CREATE..WL_SUBVOL_SYNC");
+#define QUOTA_BYTE 247
+_Static_assert(QUOTA_BYTE + 1 == SUBVOL_BYTE0, "247 selects WL_QUOTA_ENABLE");
+
+/* The kind op byte b selects. */
+static enum wl_kind byte_kind(unsigned b)
+{
+	if (b == QUOTA_BYTE)
+		return WL_QUOTA_ENABLE;
+	if (b - SUBVOL_BYTE0 < SUBVOL_BYTES)
+		return (enum wl_kind)(WL_SUBVOL_CREATE + b - SUBVOL_BYTE0);
+	return (enum wl_kind)(b % NKINDS);
+}
+
+/* The op byte that selects kind k, or -1 (mark, crash: never decoded). */
+static int kind_byte(enum wl_kind k)
+{
+	if (k == WL_QUOTA_ENABLE)
+		return QUOTA_BYTE;
+	if (k >= WL_SUBVOL_CREATE && k <= WL_SUBVOL_SYNC)
+		return SUBVOL_BYTE0 + (int)(k - WL_SUBVOL_CREATE);
+	return k <= WL_SYNC ? (int)k : -1;
+}
+
+/* Whether kind k has a path (encoded after the op byte). */
+static bool has_path(enum wl_kind k)
+{
+	return k != WL_SYNC && k != WL_SUBVOL_SYNC && k != WL_QUOTA_ENABLE;
+}
 
 /* sim fault kinds a plan line may add: those whose damage checksums can
  * catch or that fail requests (a lost or misdirected write could make a
@@ -236,11 +265,8 @@ int fzw_decode(const uint8_t *data, size_t len, struct fzw_case *c, char *err, s
 	uint8_t *value = NULL;
 	while (r.pos < r.len && c->w->n < MAX_OPS) {
 		unsigned kb = (unsigned)take(&r, 1);
-		struct wl_op op = { .kind = kb - SUBVOL_BYTE0 < SUBVOL_BYTES
-						    ? (enum wl_kind)(WL_SUBVOL_CREATE + kb - SUBVOL_BYTE0)
-						    : (enum wl_kind)(kb % NKINDS),
-				    .line = c->w->n + 1 };
-		if (op.kind != WL_SYNC && op.kind != WL_SUBVOL_SYNC) {
+		struct wl_op op = { .kind = byte_kind(kb), .line = c->w->n + 1 };
+		if (has_path(op.kind)) {
 			op.path = path;
 			take_path(&r, false, path, sizeof(path));
 		}
@@ -315,7 +341,8 @@ int fzw_decode(const uint8_t *data, size_t len, struct fzw_case *c, char *err, s
 			op.mtime = times_table[take(&r, 1) % 8];
 			break;
 		default: break; /* unlink, rmdir, fsync, fdatasync, subvol-create,
-				 * subvol-delete: the path alone; sync, subvol-sync: nothing */
+				 * subvol-delete: the path alone; sync, subvol-sync,
+				 * quota-enable: nothing */
 		}
 		const char *why = wl_op_problem(&op);
 		int a = why ? 0 : wl_append(c->w, &op);
@@ -528,10 +555,10 @@ int fzw_encode(const struct wl_workload *w, const char *plan, const uint8_t hdr[
 	int ret = 0;
 	for (size_t i = 0; i < w->n && *encoded < MAX_OPS && !ret; i++) {
 		const struct wl_op *op = &w->ops[i];
-		bool sv = op->kind >= WL_SUBVOL_CREATE && op->kind <= WL_SUBVOL_SYNC;
-		if (op->kind > WL_SYNC && !sv)
+		int kb = kind_byte(op->kind);
+		if (kb < 0)
 			continue;
-		bool nopath = op->kind == WL_SYNC || op->kind == WL_SUBVOL_SYNC;
+		bool nopath = !has_path(op->kind);
 		int64_t p = nopath ? 8 : encode_path(&nm, op->path, false), p2 = 0;
 		if (op->kind == WL_LINK || op->kind == WL_RENAME || op->kind == WL_SNAPSHOT)
 			p2 = encode_path(&nm, op->path2, false);
@@ -548,9 +575,7 @@ int fzw_encode(const struct wl_workload *w, const char *plan, const uint8_t hdr[
 		     ((op->off >= MAX_OFF && op->off != BIG_OFF) || op->len > MAX_LEN)) ||
 		    (op->kind == WL_TRUNCATE && op->size >= MAX_OFF + MAX_LEN))
 			continue;
-		uint64_t kb = sv ? (uint64_t)(SUBVOL_BYTE0 + op->kind - WL_SUBVOL_CREATE)
-				 : (uint64_t)op->kind;
-		int e = put(o, kb, 1) || (!nopath && put(o, (uint64_t)p, 3));
+		int e = put(o, (uint64_t)kb, 1) || (!nopath && put(o, (uint64_t)p, 3));
 		switch (op->kind) {
 		case WL_MKDIR:
 		case WL_CREATE: e = e || put(o, index_of_u32(modes, 8, op->mode, 0), 1); break;

@@ -15,6 +15,8 @@
  *   snap-no-commit a snapshot copies its source's root without committing the
  *                  running transaction first, so that blocks the source
  *                  changed in it are shared and then changed in place
+ *   qgroup-no-inherit  a snapshot does not inherit its source's quota numbers
+ *                  (the new group keeps rfer 0, the source its excl)
  */
 #ifndef BTRSIM_REF_MUTANT_H
 #define BTRSIM_REF_MUTANT_H
@@ -26,6 +28,7 @@
 #define MUTANT_EARLY_REUSE 5
 #define MUTANT_SNAP_RW 6
 #define MUTANT_SNAP_NO_COMMIT 7
+#define MUTANT_QGROUP_NO_INHERIT 8
 
 #ifdef BTRSIM_MUTANT
 #define MUTANT(x) (BTRSIM_MUTANT == MUTANT_##x)

@@ -10,6 +10,7 @@
  * change, and a LIMIT item (0, QGROUP_LIMIT, id).
  */
 #include "ref/qgroup.h"
+#include "ref/mutant.h"
 #include "ref/vfs.h"
 
 #include <errno.h>
@@ -584,9 +585,11 @@ int qg_snapshot(ref_fs *fs, uint64_t src, uint64_t dst)
 	}
 	/* Everything the source reached is shared with the copy now; the root
 	 * blocks each get back as exclusive when the commit counts them. */
-	d->rfer = s->rfer;
-	s->excl = 0;
-	s->dirty = true;
+	if (!MUTANT(QGROUP_NO_INHERIT)) {
+		d->rfer = s->rfer;
+		s->excl = 0;
+		s->dirty = true;
+	}
 	return 0;
 }
 

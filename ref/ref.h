@@ -219,12 +219,14 @@ struct ref_qgroup {
  * item's flags (BTRFS_QGROUP_STATUS_FLAG_*). */
 int ref_qgroup_status(ref_fs *fs, bool *enabled, uint64_t *flags);
 /* The quota groups the quota tree holds (its INFO and LIMIT items), ascending
- * id; free *out.  -ENOENT when quotas are not enabled. */
+ * id; free *out.  -ENOTCONN when quotas are not enabled (the kernel's errno). */
 int ref_qgroup_list(ref_fs *fs, struct ref_qgroup **out, size_t *n);
 /* The numbers recounted from scratch, as a rescan computes them: every
  * subvolume tree walked (a deleted one as far as the cleaner left it), each
  * extent counted once per subvolume that reaches it.  One entry per
- * subvolume, ascending; limits and generation left 0; free *out. */
+ * subvolume tree, ascending; limits and generation left 0; free *out.  (A
+ * subvolume deleted before quotas were enabled is counted but has no group:
+ * enabling makes groups for the linked subvolumes, as the kernel.) */
 int ref_qgroup_recount(ref_fs *fs, struct ref_qgroup **out, size_t *n);
 
 /* ---- Checking ---- */

@@ -23,6 +23,7 @@ struct step {
 struct ace {
 	unsigned seq;
 	bool subvol;         /* the subvolume set */
+	bool quota;          /* the setup starts with quota-enable (ace_set_quota) */
 	char *setup;         /* the setup's text */
 	size_t setup_ops;
 	struct step *steps;  /* every (op, persistence point) */
@@ -63,6 +64,20 @@ void ace_free(struct ace *a)
 	free(a->setup);
 	free(a->steps);
 	free(a);
+}
+
+int ace_set_quota(struct ace *a)
+{
+	if (a->quota)
+		return 0;
+	char *setup;
+	if (asprintf(&setup, "quota-enable\n%s", a->setup) < 0)
+		return -ENOMEM;
+	free(a->setup);
+	a->setup = setup;
+	a->setup_ops++;
+	a->quota = true;
+	return 0;
 }
 
 uint64_t ace_count(const struct ace *a)
@@ -487,8 +502,9 @@ int ace_workload(const struct ace *a, uint64_t i, struct wl_workload *out, char 
 		free(text);
 		return -ENOMEM;
 	}
-	char name[48];
-	snprintf(name, sizeof(name), "seq-%u%s/%" PRIu64, a->seq, a->subvol ? "-subvol" : "", i);
+	char name[64];
+	snprintf(name, sizeof(name), "seq-%u%s%s/%" PRIu64, a->seq, a->subvol ? "-subvol" : "",
+		 a->quota ? "-quota" : "", i);
 	int r = wl_parse_text(name, text, len, out, err, errlen);
 	free(text);
 	return r;

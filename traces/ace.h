@@ -32,12 +32,18 @@ int ace_new(unsigned seq, const char *ops, const char *files, struct ace **out, 
  * in a subvolume /S, and the setup snapshots it as /T; the core operations
  * are the file operations on them in /S and in /T, links and renames across
  * the two, and snapshot (as /U), subvol-create, subvol-delete, subvol-sync,
- * rmdir of a stand-in and the rename of a subvolume (traces/README.md lists
- * them).  ops: from
+ * rmdir of a stand-in and of an empty subvolume, renames of subvolumes
+ * (within the top level, into another subvolume, over a stand-in) and a
+ * name created in a stand-in (traces/README.md lists them).  ops: from
  * ace_subvol_op_names() (NULL: all).  Workloads are named "seq-N-subvol/i".
  */
 int ace_new_subvol(unsigned seq, const char *ops, const char *files, struct ace **out, char *err,
 		   size_t errlen);
+/* Quota groups on: the setup starts with quota-enable, so that every crash
+ * state the workloads are judged in (after the setup) has them; workloads
+ * are named "seq-N[-subvol]-quota/i".  0 or -ENOMEM; a second call does
+ * nothing. */
+int ace_set_quota(struct ace *a);
 void ace_free(struct ace *a);
 /* How many workloads the enumeration has. */
 uint64_t ace_count(const struct ace *a);

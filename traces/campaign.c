@@ -181,10 +181,12 @@ static int run_random(struct camp *k, char *err, size_t errlen)
 		g.max_offset = UINT64_C(1) << 20; /* keep crash states small: 1 MiB files */
 		g.max_len = 64 << 10;
 		g.subvols = c->subvol;
+		g.quota = c->quota;
 		struct wl_workload w = { 0 };
 		int r = wl_generate(&g, &w);
 		char name[64];
-		snprintf(name, sizeof(name), "random%s/%" PRIu64, c->subvol ? "-subvols" : "", g.seed);
+		snprintf(name, sizeof(name), "random%s%s/%" PRIu64, c->subvol ? "-subvols" : "",
+			 c->quota ? "-quota" : "", g.seed);
 		if (!r && !(w.name = strdup(name)))
 			r = -ENOMEM;
 		if (r) {
@@ -214,6 +216,12 @@ int campaign_run(const struct campaign_opts *c, struct campaign_result *res, cha
 							       errlen)) {
 		sweep_free(&k);
 		return -EINVAL;
+	}
+	if (a && c->quota && ace_set_quota(a)) {
+		snprintf(err, errlen, "out of memory");
+		ace_free(a);
+		sweep_free(&k);
+		return -ENOMEM;
 	}
 	if (a)
 		k.total += (ace_count(a) + c->shards - 1 - c->shard) / c->shards;

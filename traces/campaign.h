@@ -17,6 +17,8 @@ struct campaign_opts {
 	const char *ops, *files;   /* ACE's sets (NULL: the defaults) */
 	bool subvol;               /* ACE's subvolume set (ace_new_subvol), and random
 				    * workloads with subvolume operations (wl_gen_opts.subvols) */
+	bool quota;                /* every workload starts with quota-enable: ACE's setup
+				    * (ace_set_quota), random ones (wl_gen_opts.quota) */
 	size_t random;             /* this many random workloads (seeds seed, seed+1, ...) */
 	size_t random_ops;         /* of this many operations each */
 	unsigned shard, shards;    /* run workload i only when i % shards == shard */

@@ -1,7 +1,7 @@
 /*
  * explore_judge.c - one crash state: ref must mount it, `btrsim check` must
- * find it clean, and the tree it shows must be one of the oracle's legal
- * states (explore.h).
+ * find it clean (quota numbers not marked inconsistent either), and the tree
+ * it shows must be one of the oracle's legal states (explore.h).
  */
 #include "traces/explore_internal.h"
 #include "traces/manifest.h"
@@ -9,8 +9,21 @@
 #include "ref/vfs.h"
 
 #include <errno.h>
+#include <linux/btrfs_tree.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Whether the state's quota groups are marked inconsistent.  The check
+ * leaves such numbers alone (so does btrfs check), but ref marks its own so
+ * only when its accounting lost track (a number would go below zero): on a
+ * file system it made and counted from the start, that is a bug. */
+static bool quota_stale(ref_fs *fs)
+{
+	bool on = false;
+	uint64_t flags = 0;
+	return !ref_qgroup_status(fs, &on, &flags) && on &&
+	       (flags & BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT);
+}
 
 static char *describe(ref_fs *fs, char *why, size_t whylen)
 {
@@ -226,6 +239,10 @@ enum explore_verdict explore_judge(const struct ex *x, sim_volume *v, size_t poi
 	if (errors != 0) {
 		error_lines(report, why, whylen);
 		verdict = damaged && detected(report) ? EXPLORE_DETECTED : EXPLORE_CHECK;
+	} else if (quota_stale(fs)) {
+		snprintf(why, whylen, "quota groups are marked inconsistent: ref's accounting lost "
+				      "track of them (a number would have gone below zero)");
+		verdict = EXPLORE_CHECK;
 	} else {
 		char *text = describe(fs, err, sizeof(err));
 		size_t lo, hi;

@@ -34,6 +34,7 @@ void wl_gen_defaults(struct wl_gen_opts *o)
 	o->bad_percent = 5;
 	o->syncs = true;
 	o->subvols = false;
+	o->quota = false;
 }
 
 /* ---- the random stream: splitmix64 ------------------------------------- */
@@ -1367,7 +1368,13 @@ int wl_generate(const struct wl_gen_opts *o, struct wl_workload *out)
 	struct wl_workload w = { 0 };
 	struct gen g = { .o = o, .s = o->seed, .names = o->names ? o->names : 1, .w = &w };
 	add(&g, "/", E_DIR, 0);
-	while (!g.err && w.n < o->ops)
+	if (o->quota) { /* first, and then the same ops as without it */
+		struct wl_op op;
+		op_init(&op, WL_QUOTA_ENABLE);
+		emit(&g, &op);
+	}
+	size_t first = w.n;
+	while (!g.err && w.n - first < o->ops)
 		gen_one(&g);
 	for (size_t i = 0; i < g.ntmp; i++)
 		free(g.tmp[i]);

@@ -78,6 +78,8 @@ struct wl_gen_opts {
 	bool subvols;        /* include subvol-create, snapshot, subvol-delete and
 			      * subvol-sync, and ops in read-only snapshots (default
 			      * false: the mix of the other ops is then as it was) */
+	bool quota;          /* start with quota-enable, then the same ops as
+			      * without it (default false) */
 };
 /* Fills opts with the defaults (seed and ops left as they are). */
 void wl_gen_defaults(struct wl_gen_opts *o);

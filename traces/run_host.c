@@ -18,7 +18,8 @@
  *    truncate size, utimes with both times omitted, a write whose end passes
  *    2^63 - 1) are made first too;
  *  - subvolume operations are btrfs's ioctls on the parent directory, as
- *    btrfs-progs makes them (see do_subvol).
+ *    btrfs-progs makes them (see do_subvol); quota-enable the quota ioctls
+ *    on the root directory (do_quota_enable).
  */
 #include "traces/run.h"
 
@@ -575,6 +576,29 @@ static int do_subvol_sync(const struct wl_host *h, char *err, size_t errlen)
 	return 0;
 }
 
+/* ---- Quota groups ---- */
+
+/* quota-enable: what `btrfs quota enable` does, BTRFS_IOC_QUOTA_CTL with
+ * BTRFS_QUOTA_CTL_ENABLE on the root directory, then
+ * BTRFS_IOC_QUOTA_RESCAN_WAIT, so that the numbers are settled when it
+ * returns (ref's ref_qgroup_enable counts them before it returns).  Linux
+ * 6.18 gives 0 when quotas are on already, EPERM without CAP_SYS_ADMIN,
+ * EROFS on a read-only mount; elsewhere than on btrfs ENOTTY. */
+static int do_quota_enable(const struct wl_host *h, char *err, size_t errlen)
+{
+	int fd = open_root(h, err, errlen);
+	if (fd < 0)
+		return fd;
+	struct btrfs_ioctl_quota_ctl_args qa = { .cmd = BTRFS_QUOTA_CTL_ENABLE };
+	int r = 0;
+	if (ioctl(fd, BTRFS_IOC_QUOTA_CTL, &qa) < 0)
+		r = fail(err, errlen, "BTRFS_IOC_QUOTA_CTL (enable)", -errno);
+	else if (ioctl(fd, BTRFS_IOC_QUOTA_RESCAN_WAIT, NULL) < 0)
+		r = fail(err, errlen, "BTRFS_IOC_QUOTA_RESCAN_WAIT", -errno);
+	close(fd);
+	return r;
+}
+
 int wl_exec_host(void *host, const struct wl_op *op, char *err, size_t errlen)
 {
 	const struct wl_host *h = host;
@@ -650,6 +674,8 @@ int wl_exec_host(void *host, const struct wl_op *op, char *err, size_t errlen)
 		return do_subvol_delete(h, op, err, errlen);
 	case WL_SUBVOL_SYNC:
 		return do_subvol_sync(h, err, errlen);
+	case WL_QUOTA_ENABLE:
+		return do_quota_enable(h, err, errlen);
 	case WL_MARK:
 		return 0;
 	case WL_CRASH:

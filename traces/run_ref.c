@@ -1,7 +1,8 @@
 /*
  * run_ref.c - the ref target: each workload operation as the matching call
  * of ref/vfs.h on a mounted reference Btrfs (subvolume operations as
- * ref_subvol_create, ref_snapshot, ref_subvol_delete, ref_subvol_sync).
+ * ref_subvol_create, ref_snapshot, ref_subvol_delete, ref_subvol_sync;
+ * quota-enable as ref_qgroup_enable).
  */
 #include "traces/run.h"
 #include "ref/vfs.h"
@@ -65,6 +66,7 @@ int wl_exec_ref(void *target, const struct wl_op *op, char *err, size_t errlen)
 		break;
 	case WL_SUBVOL_DELETE: r = ref_subvol_delete(fs, op->path); break;
 	case WL_SUBVOL_SYNC: r = ref_subvol_sync(fs); break;
+	case WL_QUOTA_ENABLE: r = ref_qgroup_enable(fs); break;
 	default:
 		snprintf(err, errlen, "operation %d is the runner's, not the file system's", op->kind);
 		return -EINVAL;

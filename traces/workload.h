@@ -44,6 +44,8 @@ enum wl_kind {
 	WL_SNAPSHOT,	/* snapshot SRC DEST [ro]                path = SRC (a subvolume's root), path2 = DEST, flags */
 	WL_SUBVOL_DELETE, /* subvol-delete PATH                path: a subvolume's root (btrfs subvolume delete) */
 	WL_SUBVOL_SYNC,	/* subvol-sync                           wait for the cleaner (btrfs subvolume sync) */
+	/* Quota groups (btrfs); commits before it returns. */
+	WL_QUOTA_ENABLE, /* quota-enable                         btrfs quota enable, the rescan waited for */
 	WL_NKINDS
 };
 
@@ -61,8 +63,9 @@ enum wl_kind {
 
 /*
  * One operation.  A kind uses the fields its comment above names, plus path
- * (every kind but sync, mark, crash and subvol-sync) and expect; the others are zero when
- * the parser made the op, and are ignored by wl_format and wl_append.
+ * (every kind but sync, mark, crash, subvol-sync and quota-enable) and
+ * expect; the others are zero when the parser made the op, and are ignored
+ * by wl_format and wl_append.
  * Strings are NUL-terminated and never contain a NUL; value may (vlen counts it).
  */
 struct wl_op {

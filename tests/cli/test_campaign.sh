@@ -72,14 +72,17 @@ done_check
 # and its setup snapshots /S into the top level; random workloads never
 # snapshot into the source's own subvolume (traces/README.md).  Neither
 # --seq 1 --subvol nor --random with --subvol finds it, with 16k or 4k nodes;
-# test_explore.sh catches it with such a workload.
+# test_explore.sh catches it with such a workload.  qgroup-no-inherit by the
+# subvolume set with quotas on (its setup snapshots /S as /T: ref's
+# accounting then loses track of the numbers and marks them inconsistent).
 catch_args() {
 	case $1 in
 	snap-rw) echo --seq 1 --subvol --ops snapshot ;;
+	qgroup-no-inherit) echo --seq 1 --subvol --quota --ops snapshot ;;
 	*) echo --seq 1 --limit 40 ;;
 	esac
 }
-for name in skip-flush cow-in-place super-first drop-dirty early-reuse snap-rw; do
+for name in skip-flush cow-in-place super-first drop-dirty early-reuse snap-rw qgroup-no-inherit; do
 	M="$ROOT/build/mutants/btrsim-$name"
 	if [ ! -x "$M" ]; then
 		echo "SKIP campaign-catches-$name: no $M (make mutants builds it; make test does)"
@@ -87,7 +90,7 @@ for name in skip-flush cow-in-place super-first drop-dirty early-reuse snap-rw; 
 	fi
 	mdb="$T/$name.db"
 	run "campaign-catches-$name" 1 "$M" campaign $(catch_args $name) --db "$mdb"
-	out_has '^VIOLATION seq-1(-subvol)?/[0-9]+ \(run [0-9]+\): crash state [0-9]+: crash at IO [0-9]+'
+	out_has '^VIOLATION seq-1(-subvol)?(-quota)?/[0-9]+ \(run [0-9]+\): crash state [0-9]+: crash at IO [0-9]+'
 	out_has '^# btrsim reproducer: [0-9]+ operations?$'
 	out_has ' [1-9][0-9]* violations in '
 	done_check
@@ -119,6 +122,36 @@ run campaign-subvol-random 0 "$BTRSIM" campaign --random 2 --length 40 --subvol 
 out_has '^2 workloads, [0-9]+ crash states .*, 0 violations in '
 command -v sqlite3 >/dev/null && [ "$(sqlite3 "$T/sv.db" "SELECT count(*) FROM runs WHERE name LIKE 'random-subvols/%'")" = 2 ] ||
 	fail "the runs are not named random-subvols/SEED"
+done_check
+
+# Quota groups on (--quota): every workload starts with quota-enable, in the
+# setup of the bounded ones (not crashed), first in the random ones; each is
+# recorded with it and named -quota.
+run campaign-quota-seq1 0 "$BTRSIM" campaign --seq 1 --subvol --quota \
+	--ops snapshot,write,subvol-delete,subvol-sync --max-subset 4 --samples 4 --torn 1 --db "$T/q.db"
+out_has '^[0-9]+ workloads, [0-9]+ crash states \([0-9]+/s\), 0 violations in '
+if command -v sqlite3 >/dev/null; then
+	[ "$(sqlite3 "$T/q.db" "SELECT count(*) FROM runs WHERE name LIKE 'seq-1-subvol-quota/%' AND skip_ops = 8")" -gt 10 ] ||
+		fail "the runs are not named seq-1-subvol-quota/I with the 8 ops of the setup skipped"
+	sqlite3 "$T/q.db" "SELECT w.text FROM runs r JOIN workloads w ON w.id = r.workload_id" |
+		grep -c '^quota-enable$' | grep -qx "$(sqlite3 "$T/q.db" "SELECT count(*) FROM runs")" ||
+		fail "not every recorded workload has one quota-enable"
+fi
+done_check
+run campaign-quota-random 0 "$BTRSIM" campaign --random 2 --length 30 --subvol --quota \
+	--max-subset 4 --samples 4 --db "$T/qr.db"
+out_has '^2 workloads, [0-9]+ crash states .*, 0 violations in '
+if command -v sqlite3 >/dev/null; then
+	[ "$(sqlite3 "$T/qr.db" "SELECT count(*) FROM runs WHERE name LIKE 'random-subvols-quota/%' AND ops = 31")" = 2 ] ||
+		fail "the runs are not named random-subvols-quota/SEED with 31 ops"
+	for id in 1 2; do
+		sqlite3 "$T/qr.db" "SELECT w.text FROM runs r JOIN workloads w ON w.id = r.workload_id WHERE r.id = $id" |
+			head -n 1 | grep -qx 'quota-enable' || fail "run $id does not start with quota-enable"
+	done
+fi
+done_check
+run campaign-quota-help 0 "$BTRSIM" campaign --help
+out_has '--quota'
 done_check
 
 # Bad usage.

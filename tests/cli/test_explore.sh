@@ -97,6 +97,28 @@ W
 	echo 'mkdir /d'
 	echo 'snapshot / /d/s'
 } >"$T/w5.wl"
+# Quota groups: enabled first, then data in subvolumes, snapshots (one
+# read-only) that inherit their source's numbers, writes over shared data on
+# both sides, a deletion and the cleaner.  Every crash state's numbers must
+# be the recount's (btrsim check) and not marked inconsistent.
+cat >"$T/w6.wl" <<'W'
+quota-enable
+subvol-create /S
+create /S/f
+write /S/f 0 40000 1
+mkdir /S/d
+create /S/d/g
+write /S/d/g 0 9000 2
+snapshot /S /T
+write /T/f 4096 8192 3
+snapshot /T /U ro
+truncate /S/f 1000
+fsync /S/f
+subvol-delete /T
+write /U/f 0 1 = EROFS
+subvol-sync
+quota-enable
+W
 # Explore options a workload needs.
 wl_opts() {
 	case $1 in
@@ -104,7 +126,7 @@ wl_opts() {
 	esac
 }
 
-for w in w1 w2 w3 w4 w5; do
+for w in w1 w2 w3 w4 w5 w6; do
 	run "explore-$w" 0 "$BTRSIM" explore $(wl_opts $w) "$T/$w.wl"
 	out_has '^seed 1$'
 	out_has ' 0 violations$'
@@ -112,6 +134,21 @@ for w in w1 w2 w3 w4 w5; do
 	[ "${states:-0}" -gt 20 ] || fail "only ${states:-0} crash states"
 	done_check
 done
+
+# --quota puts quota-enable before the workload's first op, recorded like
+# any op: the stored workload has it, and the run replays.
+run explore-quota-flag 0 "$BTRSIM" explore --quota --max-subset 4 --samples 4 --db "$T/q.db" \
+	"$T/w4.wl"
+out_has '^25 operations, [0-9]+ crash points, [0-9]+ crash states .*, 0 violations$'
+if command -v sqlite3 >/dev/null; then
+	sqlite3 "$T/q.db" "SELECT w.text FROM runs r JOIN workloads w ON w.id = r.workload_id" |
+		head -n 1 | grep -qx 'quota-enable' || fail "the stored workload does not start with quota-enable"
+	"$BTRSIM" replay --db "$T/q.db" 1 >/dev/null 2>&1 || fail "the run does not replay"
+fi
+done_check
+run explore-quota-once 0 "$BTRSIM" explore --quota --max-subset 2 --samples 2 "$T/w6.wl"
+out_has '^16 operations, '
+done_check
 
 # Seeded random workloads: every crash state consistent.
 for seed in 1 2; do
@@ -192,11 +229,13 @@ catch_workloads() {
 	case $1 in
 	snap-rw) echo w4 ;;
 	snap-no-commit) echo w5 ;;
+	qgroup-no-inherit) echo w6 ;;
 	*) echo w1 w2 ;;
 	esac
 }
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-for name in skip-flush cow-in-place super-first drop-dirty early-reuse snap-rw snap-no-commit; do
+for name in skip-flush cow-in-place super-first drop-dirty early-reuse snap-rw snap-no-commit \
+	qgroup-no-inherit; do
 	M="$ROOT/build/mutants/btrsim-$name"
 	if [ ! -x "$M" ]; then
 		echo "SKIP explore-catches-$name: no $M (make mutants builds it; make test does)"

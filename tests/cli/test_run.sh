@@ -124,6 +124,26 @@ run gen-runs-on-ref 0 "$BTRSIM" run --record "$T/g1" "$img"
 out_has '^300 operations'
 "$BTRSIM" check "$img" >/dev/null || fail "check after a random workload"
 done_check
+# --quota: quota-enable first, then the same operations as without it; the
+# workload runs on ref with quota groups counted right to the end.
+run gen-quota 0 "$BTRSIM" gen-workload --seed 9 --ops 300 --quota --subvols
+out_has '^# btrsim gen-workload --seed 9 --ops 300 --subvols --quota$'
+[ "$(grep -v '^#' "$OUT" | head -n 1)" = quota-enable ] || fail "quota-enable is not first"
+[ "$(grep -c '^quota-enable$' "$OUT")" -eq 1 ] || fail "more than one quota-enable"
+"$BTRSIM" gen-workload --seed 9 --ops 300 --subvols | grep -v '^#' >"$T/gs"
+grep -v '^#' "$OUT" | tail -n +2 | cmp -s - "$T/gs" || fail "the other operations differ"
+cp "$OUT" "$T/gq"
+done_check
+truncate -s 512M "$T/q.img"
+"$BTRSIM" mkfs "$T/q.img" >/dev/null
+run gen-quota-runs-on-ref 0 "$BTRSIM" run --record "$T/gq" "$T/q.img"
+out_has '^301 operations'
+"$BTRSIM" check "$T/q.img" >"$T/q.check" 2>&1 || fail "check: $(grep -m1 ERROR "$T/q.check")"
+grep -q 'checking quota groups$' "$T/q.check" || fail "the quota groups were not checked"
+done_check
+run gen-quota-help 0 "$BTRSIM" gen-workload --help
+out_has '--quota'
+done_check
 run gen-bad-number 2 "$BTRSIM" gen-workload --ops lots
 done_check
 run gen-operand 2 "$BTRSIM" gen-workload extra

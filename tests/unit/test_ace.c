@@ -223,3 +223,45 @@ Test(ace, subvol_bad_sets_refused)
 	cr_assert_eq(ace_count(a), 2);
 	ace_free(a);
 }
+
+/* ---- Quota groups (ace_set_quota) ---- */
+
+/* quota-enable goes first in the setup, which the explorer does not crash:
+ * every workload is the one without it, one op later, named "-quota". */
+Test(ace, quota_enable_leads_the_setup)
+{
+	struct ace *sets[2] = { make(2, "write,rename", NULL), make_subvol(1, NULL, NULL) };
+	const char *names[2] = { "seq-2-quota/", "seq-1-subvol-quota/" };
+	for (int s = 0; s < 2; s++) {
+		struct ace *a = sets[s];
+		size_t setup = ace_setup_ops(a);
+		uint64_t n = ace_count(a);
+		struct wl_workload plain[3];
+		char err[256];
+		for (uint64_t i = 0; i < 3; i++)
+			cr_assert_eq(ace_workload(a, i * (n - 1) / 2, &plain[i], err, sizeof(err)), 0);
+		cr_assert_eq(ace_set_quota(a), 0);
+		cr_assert_eq(ace_set_quota(a), 0, "a second call does nothing");
+		cr_assert_eq(ace_setup_ops(a), setup + 1);
+		cr_assert_eq(ace_count(a), n);
+		for (uint64_t i = 0; i < 3; i++) {
+			struct wl_workload w;
+			cr_assert_eq(ace_workload(a, i * (n - 1) / 2, &w, err, sizeof(err)), 0);
+			cr_assert_eq(w.n, plain[i].n + 1);
+			cr_assert_eq(w.ops[0].kind, WL_QUOTA_ENABLE);
+			for (size_t j = 0; j < plain[i].n; j++) {
+				char x[512], y[512];
+				cr_assert_geq(wl_format(&plain[i].ops[j], x, sizeof(x)), 0);
+				cr_assert_geq(wl_format(&w.ops[j + 1], y, sizeof(y)), 0);
+				cr_assert_str_eq(y, x, "op %zu", j);
+			}
+			char name[48];
+			snprintf(name, sizeof(name), "%s%lu", names[s],
+				 (unsigned long)(i * (n - 1) / 2));
+			cr_assert_str_eq(w.name, name);
+			wl_free(&w);
+			wl_free(&plain[i]);
+		}
+		ace_free(a);
+	}
+}

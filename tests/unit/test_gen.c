@@ -56,6 +56,7 @@ Test(gen, defaults)
 	cr_assert_eq(o.bad_percent, 5);
 	cr_assert(o.syncs);
 	cr_assert(!o.subvols);
+	cr_assert(!o.quota);
 }
 
 Test(gen, same_seed_same_workload)
@@ -308,6 +309,35 @@ Test(gen, no_subvol_ops_when_off)
 	for (int k = WL_SUBVOL_CREATE; k <= WL_SUBVOL_SYNC; k++)
 		cr_assert_eq(n[k], 0, "%s generated", wl_kind_name(k));
 	wl_free(&w);
+}
+
+/* With quota: quota-enable first, then the very ops of the same options
+ * without it (subvolumes or not); never quota-enable otherwise. */
+Test(gen, quota_enable_first_then_the_same_ops)
+{
+	for (int sv = 0; sv < 2; sv++) {
+		struct wl_gen_opts o;
+		wl_gen_defaults(&o);
+		o.subvols = sv;
+		struct wl_workload plain = { 0 }, q = { 0 };
+		gen(&o, 11, 400, &plain);
+		o.quota = true;
+		gen(&o, 11, 400, &q);
+		cr_assert_eq(q.n, plain.n + 1);
+		cr_assert_eq(q.ops[0].kind, WL_QUOTA_ENABLE);
+		cr_assert_eq(q.ops[0].line, 1);
+		cr_assert_null(wl_op_problem(&q.ops[0]));
+		for (size_t i = 0; i < plain.n; i++) {
+			char a[8192], b[8192];
+			cr_assert_geq(wl_format(&plain.ops[i], a, sizeof(a)), 0);
+			cr_assert_geq(wl_format(&q.ops[i + 1], b, sizeof(b)), 0);
+			cr_assert_str_eq(b, a, "op %zu", i);
+			cr_assert_neq(plain.ops[i].kind, WL_QUOTA_ENABLE, "op %zu", i);
+			cr_assert_neq(q.ops[i + 1].kind, WL_QUOTA_ENABLE, "op %zu", i + 1);
+		}
+		wl_free(&plain);
+		wl_free(&q);
+	}
 }
 
 Test(gen, no_syncs_when_off)

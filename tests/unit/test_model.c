@@ -726,6 +726,7 @@ static const char *const every_kind[] = {
 	"setxattr /f user.n v", "removexattr /f user.a", "chmod /f 0", "chown /f 1 1",
 	"utimes /f 1 1", "fsync /f", "fdatasync /f", "sync", "mark m", "crash",
 	"subvol-create /new", "snapshot / /new", "snapshot / /new ro", "subvol-sync",
+	"quota-enable",
 };
 
 Test(model, failed_ops_change_nothing)
@@ -760,7 +761,8 @@ Test(model, each_kind_applies_on_success)
 		const char *k = every_kind[i];
 		bool none = !strncmp(k, "utimes", 6) || !strncmp(k, "fsync", 5) ||
 			    !strncmp(k, "fdatasync", 9) || !strcmp(k, "sync") ||
-			    !strncmp(k, "mark", 4) || !strcmp(k, "crash") || !strcmp(k, "subvol-sync");
+			    !strncmp(k, "mark", 4) || !strcmp(k, "crash") || !strcmp(k, "subvol-sync") ||
+			    !strcmp(k, "quota-enable");
 		if (none)
 			cr_assert_str_eq(after, before, "%s", k);
 		else

@@ -490,8 +490,8 @@ Test(run_host, runner_operations)
 	cr_assert_eq(wl_exec_host(&host, &bad, NULL, 0), -EINVAL, "no message buffer is fine");
 }
 
-/* Subvolume operations are btrfs's ioctls: on another file system the
- * ioctl's errno (ENOTTY); the checks before the ioctl hold anywhere: the path
+/* Subvolume operations and quota-enable are btrfs's ioctls: on another file
+ * system the ioctl's errno (ENOTTY); the checks before the ioctl hold anywhere: the path
  * resolution's errnos, the root ("/" is no name to create or delete).  On
  * btrfs (tests/interop, the model's cross-check) they do what they say. */
 Test(run_host, subvolumes_elsewhere)
@@ -513,7 +513,8 @@ Test(run_host, subvolumes_elsewhere)
 		   "subvol-delete /d = ENOTTY\n"
 		   "subvol-delete / = EPERM\n"
 		   "subvol-delete /nope/x = ENOENT\n"
-		   "subvol-sync = ENOTTY\n");
+		   "subvol-sync = ENOTTY\n"
+		   "quota-enable = ENOTTY\n");
 	/* nothing was made */
 	struct stat st;
 	cr_assert_eq(lstat(hp("/s"), &st), -1);

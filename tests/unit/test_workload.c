@@ -132,7 +132,8 @@ Test(workload, every_operation_parses_with_its_defaults)
 		 "subvol-create /sv\n"
 		 "snapshot /sv /snap\n"
 		 "subvol-delete /snap\n"
-		 "subvol-sync\n",
+		 "subvol-sync\n"
+		 "quota-enable\n",
 		 &w);
 	cr_assert_eq(w.n, WL_NKINDS, "one line per kind, in enum order");
 	cr_assert_str_eq(w.name, "w.txt");
@@ -180,6 +181,7 @@ Test(workload, every_operation_parses_with_its_defaults)
 	cr_assert_eq(o[WL_SNAPSHOT].flags, 0, "read-write by default");
 	cr_assert_str_eq(o[WL_SUBVOL_DELETE].path, "/snap");
 	cr_assert_null(o[WL_SUBVOL_SYNC].path);
+	cr_assert_null(o[WL_QUOTA_ENABLE].path);
 	wl_free(&w);
 	cr_assert_eq(w.n, 0);
 	cr_assert_null(w.ops);
@@ -512,6 +514,9 @@ Test(workload, each_parse_error_has_its_message_and_position)
 		  "w.txt:1:19: snapshot: too many arguments (usage: snapshot SRC DEST [ro])" },
 		{ "subvol-delete", "w.txt:1:14: subvol-delete: missing PATH (usage: subvol-delete PATH)" },
 		{ "subvol-sync /a", "w.txt:1:13: subvol-sync: too many arguments (usage: subvol-sync)" },
+		{ "quota-enable /", "w.txt:1:14: quota-enable: too many arguments (usage: quota-enable)" },
+		{ "quota-enable =", "w.txt:1:15: missing errno name after \"=\"" },
+		{ "quota enable", "w.txt:1:1: unknown operation \"quota\"" },
 		{ "subvolume-create /a", "w.txt:1:1: unknown operation \"subvolume-create\"" },
 		{ "snapshot /a /b = EROFS x", "w.txt:1:24: unexpected \"x\" after the expected errno" },
 	};
@@ -681,6 +686,8 @@ static size_t sample_ops(struct wl_op *ops)
 	   .expect = EEXIST);
 	OP(.kind = WL_SUBVOL_DELETE, .path = "/snap", .expect = ENOTEMPTY);
 	OP(.kind = WL_SUBVOL_SYNC);
+	OP(.kind = WL_QUOTA_ENABLE);
+	OP(.kind = WL_QUOTA_ENABLE, .expect = EROFS);
 #undef OP
 	return n;
 }
@@ -754,6 +761,8 @@ Test(workload, the_printed_form)
 		"snapshot / \"/ro snap\" ro = EEXIST",
 		"subvol-delete /snap = ENOTEMPTY",
 		"subvol-sync",
+		"quota-enable",
+		"quota-enable = EROFS",
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		char *line = format(&ops[i]);
