@@ -40,6 +40,18 @@ int cli_mount(const struct cli_cmd *cmd, char **imgs, int n, struct cli_mount *m
 	return 0;
 }
 
+int cli_subvol_at(ref_fs *fs, const char *path, uint64_t *id)
+{
+	struct ref_ino ino;
+	int r = ref_lookup_path(fs, path, true, &ino);
+	if (r)
+		return r;
+	if (ino.ino != BTRFS_FIRST_FREE_OBJECTID)
+		return -EINVAL;
+	*id = ino.subvol;
+	return 0;
+}
+
 const char *cli_errno_str(int err, char *buf, size_t len)
 {
 	if (err < 0)

@@ -267,19 +267,6 @@ static int parse_qgroupid(const char *s, uint64_t *id)
 	return 0;
 }
 
-/* The subvolume whose root PATH is (-EINVAL when PATH is not one). */
-static int subvol_of_path(ref_fs *fs, const char *path, uint64_t *id)
-{
-	struct ref_ino ino;
-	int r = ref_lookup_path(fs, path, true, &ino);
-	if (r)
-		return r;
-	if (ino.ino != BTRFS_FIRST_FREE_OBJECTID)
-		return -EINVAL;
-	*id = ino.subvol;
-	return 0;
-}
-
 /* Sets one limit of group id, or of the subvolume at target when that is a
  * path (the other limit stays, as with btrfs qgroup limit). */
 static int set_limit(struct cli_mount *m, const char *target, uint64_t id, bool excl, bool none,
@@ -290,7 +277,7 @@ static int set_limit(struct cli_mount *m, const char *target, uint64_t id, bool 
 	if (need_quotas(m->fs, "limit", &status))
 		return cli_abort(m);
 	if (*target == '/') {
-		if ((r = subvol_of_path(m->fs, target, &id)) == -EINVAL) {
+		if ((r = cli_subvol_at(m->fs, target, &id)) == -EINVAL) {
 			cli_report(m, target, EINVAL, "not a subvolume");
 			return cli_abort(m);
 		}

@@ -180,19 +180,6 @@ static int get_default(ref_fs *fs)
 	return r ? fail(fs, "get-default", r) : 0;
 }
 
-/* The subvolume whose root PATH is (EINVAL otherwise). */
-static int subvol_at(ref_fs *fs, const char *path, uint64_t *id)
-{
-	struct ref_ino ino;
-	int r = ref_lookup_path(fs, path, true, &ino);
-	if (r)
-		return r;
-	if (ino.ino != BTRFS_FIRST_FREE_OBJECTID)
-		return -EINVAL;
-	*id = ino.subvol;
-	return 0;
-}
-
 static int read_cmd(const char *sub, int argc, char **argv, int nargs)
 {
 	int nimg = argc - optind - nargs;
@@ -211,7 +198,7 @@ static int read_cmd(const char *sub, int argc, char **argv, int nargs)
 	} else {
 		const char *path = argv[argc - 1];
 		uint64_t id = 0;
-		int r = subvol_at(fs, path, &id);
+		int r = cli_subvol_at(fs, path, &id);
 		if (r == -EINVAL)
 			rc = (fprintf(stderr, "btrsim subvolume: show: %s: not a subvolume\n", path), 1);
 		else
@@ -278,7 +265,7 @@ static int write_cmd(const char *sub, int argc, char **argv, int nargs, bool rea
 		errno = 0;
 		id = strtoull(arg, &end, 10);
 		if (*arg == '/' || errno || *end) {
-			r = subvol_at(m.fs, arg, &id);
+			r = cli_subvol_at(m.fs, arg, &id);
 			if (r == -EINVAL) {
 				cli_report(&m, arg, EINVAL, "not a subvolume");
 				return cli_abort(&m);

@@ -20,6 +20,10 @@ struct cli_mount {
  * saying why (1; 2 for bad usage). */
 int cli_mount(const struct cli_cmd *cmd, char **imgs, int n, struct cli_mount *m);
 
+/* The subvolume whose root directory PATH is: 0, -EINVAL when PATH is not a
+ * subvolume's root, or the lookup's errno. */
+int cli_subvol_at(ref_fs *fs, const char *path, uint64_t *id);
+
 /* "ENOENT (No such file or directory)" for err (positive or negative). */
 const char *cli_errno_str(int err, char *buf, size_t len);
 

@@ -66,14 +66,8 @@ static struct ref_qgroup *list_entry(struct ref_qgroup **list, size_t *n, size_t
 	for (size_t i = 0; i < *n; i++)
 		if ((*list)[i].id == id)
 			return &(*list)[i];
-	if (*n == *cap) {
-		size_t nc = *cap ? *cap * 2 : 16;
-		void *p = realloc(*list, nc * sizeof(**list));
-		if (!p)
-			return NULL;
-		*list = p;
-		*cap = nc;
-	}
+	if (qg_grow((void **)list, *n, cap, sizeof(**list)))
+		return NULL;
 	struct ref_qgroup *e = &(*list)[(*n)++];
 	memset(e, 0, sizeof(*e));
 	e->id = id;
@@ -170,15 +164,9 @@ static struct qg_group *group_add(ref_fs *fs, struct qg_state *q, uint64_t id)
 	struct qg_group *g = group_find(q, id);
 	if (g)
 		return g;
-	if (q->ngroups == q->groups_cap) {
-		size_t nc = q->groups_cap ? q->groups_cap * 2 : 16;
-		void *p = realloc(q->groups, nc * sizeof(*q->groups));
-		if (!p) {
-			ref_fail(fs, ENOMEM, "out of memory");
-			return NULL;
-		}
-		q->groups = p;
-		q->groups_cap = nc;
+	if (QG_GROW(q->groups, q->ngroups, q->groups_cap)) {
+		ref_fail(fs, ENOMEM, "out of memory");
+		return NULL;
 	}
 	size_t at = 0;
 	while (at < q->ngroups && q->groups[at].id < id)
@@ -316,14 +304,8 @@ static int note(ref_fs *fs, uint64_t bytenr, uint64_t num_bytes, bool tree, uint
 		return ref_fail(fs, ENOMEM, "out of memory");
 	if (*ix)
 		return 0;
-	if (q->nextents == q->extents_cap) {
-		size_t nc = q->extents_cap ? q->extents_cap * 2 : 64;
-		void *p = realloc(q->extents, nc * sizeof(*q->extents));
-		if (!p)
-			return ref_fail(fs, ENOMEM, "out of memory");
-		q->extents = p;
-		q->extents_cap = nc;
-	}
+	if (QG_GROW(q->extents, q->nextents, q->extents_cap))
+		return ref_fail(fs, ENOMEM, "out of memory");
 	q->extents[q->nextents] = (struct qg_extent){ bytenr, num_bytes, tree, level };
 	*ix = ++q->nextents;
 	return 0;
@@ -566,14 +548,8 @@ int qg_snapshot(ref_fs *fs, uint64_t src, uint64_t dst)
 	struct qg_state *q = fs->rw->qg;
 	if (!q)
 		return 0;
-	if (q->nsnaps == q->snaps_cap) {
-		size_t nc = q->snaps_cap ? q->snaps_cap * 2 : 4;
-		void *p = realloc(q->snaps, nc * sizeof(*q->snaps));
-		if (!p)
-			return ref_fail(fs, ENOMEM, "out of memory");
-		q->snaps = p;
-		q->snaps_cap = nc;
-	}
+	if (QG_GROW(q->snaps, q->nsnaps, q->snaps_cap))
+		return ref_fail(fs, ENOMEM, "out of memory");
 	q->snaps[q->nsnaps++] = (struct qg_snap){ src, dst };
 	int r = qg_subvol_created(fs, dst);
 	struct qg_group *s = group_find(q, src), *d = group_find(q, dst);

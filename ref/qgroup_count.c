@@ -44,14 +44,8 @@ static int count(struct counter *c, uint64_t bytenr, uint64_t bytes, struct ref_
 		q->rfer += e->bytes;
 		return 0;
 	}
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 1024;
-		void *p = realloc(c->e, cap * sizeof(*c->e));
-		if (!p)
-			return ref_fail(c->fs, ENOMEM, "out of memory");
-		c->e = p;
-		c->cap = cap;
-	}
+	if (QG_GROW(c->e, c->n, c->cap))
+		return ref_fail(c->fs, ENOMEM, "out of memory");
 	c->e[c->n] = (struct count_ent){ bytes, q->id, q->id, false };
 	*ix = ++c->n;
 	q->rfer += bytes;
@@ -104,14 +98,8 @@ static int walk(struct counter *c, uint64_t bytenr, uint64_t gen, int level, str
 static int walk_subvol(struct counter *c, uint64_t id, const struct btrfs_root_item *ri,
 		       struct ref_qgroup **out, size_t *n, size_t *cap)
 {
-	if (*n == *cap) {
-		size_t nc = *cap ? *cap * 2 : 16;
-		void *p = realloc(*out, nc * sizeof(**out));
-		if (!p)
-			return ref_fail(c->fs, ENOMEM, "out of memory");
-		*out = p;
-		*cap = nc;
-	}
+	if (qg_grow((void **)out, *n, cap, sizeof(**out)))
+		return ref_fail(c->fs, ENOMEM, "out of memory");
 	struct ref_qgroup *q = &(*out)[(*n)++];
 	memset(q, 0, sizeof(*q));
 	q->id = id;

@@ -726,6 +726,22 @@ Test(qgroup, exact_numbers_whole_extent_replaced)
 	sim_volume_close(vol);
 }
 
+/* 4 KiB nodes, a subvolume /sv with nfiles empty files and a 1 MiB /sv/f,
+ * then quotas enabled. */
+static ref_fs *deep_fixture(sim_volume **vol, int nfiles, uint64_t *sv)
+{
+	ref_fs *fs = wu_fresh(vol, 256, 4096);
+	WU_OK(fs, ref_subvol_create(fs, "/sv", sv));
+	char p[32];
+	for (int i = 0; i < nfiles; i++) {
+		snprintf(p, sizeof(p), "/sv/e%d", i);
+		WU_OK(fs, ref_create(fs, p, 0644));
+	}
+	write_pattern(fs, "/sv/f", 0, MiB, 1);
+	WU_OK(fs, ref_qgroup_enable(fs));
+	return fs;
+}
+
 /* The same over a tree of two levels (4 KiB nodes, 300 files): the snapshot
  * shares every block under its root; an overwrite copies the source's path
  * down to the file's leaf, whose old copies then belong to the snapshot
@@ -734,16 +750,8 @@ Test(qgroup, exact_numbers_deep_tree)
 {
 	snprintf(where, sizeof(where), "exact numbers, deep tree");
 	sim_volume *vol;
-	ref_fs *fs = wu_fresh(&vol, 256, 4096);
 	uint64_t sv, snap;
-	WU_OK(fs, ref_subvol_create(fs, "/sv", &sv));
-	char p[32];
-	for (int i = 0; i < 300; i++) {
-		snprintf(p, sizeof(p), "/sv/e%d", i);
-		WU_OK(fs, ref_create(fs, p, 0644));
-	}
-	write_pattern(fs, "/sv/f", 0, MiB, 1);
-	WU_OK(fs, ref_qgroup_enable(fs));
+	ref_fs *fs = deep_fixture(&vol, 300, &sv);
 	uint64_t N = nodesize_of(fs);
 	cr_assert_geq(tree_level(fs, sv), 1, "300 files in one leaf of 4 KiB");
 	expect_consistent(fs);
@@ -810,16 +818,8 @@ Test(qgroup, whole_extent_replaced_in_snapshot_of_deep_tree)
 {
 	snprintf(where, sizeof(where), "deep tree, extent replaced in the snapshot");
 	sim_volume *vol;
-	ref_fs *fs = wu_fresh(&vol, 256, 4096);
 	uint64_t sv, snap;
-	WU_OK(fs, ref_subvol_create(fs, "/sv", &sv));
-	char p[32];
-	for (int i = 0; i < 60; i++) {
-		snprintf(p, sizeof(p), "/sv/e%d", i);
-		WU_OK(fs, ref_create(fs, p, 0644));
-	}
-	write_pattern(fs, "/sv/f", 0, MiB, 1);
-	WU_OK(fs, ref_qgroup_enable(fs));
+	ref_fs *fs = deep_fixture(&vol, 60, &sv);
 	cr_assert_geq(tree_level(fs, sv), 1);
 	WU_OK(fs, ref_snapshot(fs, "/sv", "/snap", false, &snap));
 	write_pattern(fs, "/snap/f", 0, MiB, 2);
