@@ -127,6 +127,7 @@ bench: deps
 	@sh bench/bench_fs.sh build/release/bench/bench-fs $(BENCH_WRITE_MIB)
 	@build/release/bench/bench-snapshot create
 	@build/release/bench/bench-snapshot cow
+	@build/release/bench/bench-snapshot quota
 	@sh bench/bench_explore.sh build/release/btrsim
 	@$(MAKE) --no-print-directory MODE=afl B=$(FUZZ_B) fuzz-bins && sh bench/bench_fuzz.sh $(FUZZ_B)
 

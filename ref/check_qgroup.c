@@ -2,7 +2,7 @@
  * check_qgroup.c - the checker's quota-group pass: the numbers the quota
  * tree holds against a recount from scratch, as btrfs check's qgroup
  * verification does.  Numbers a kernel marked inconsistent (stale until a
- * rescan) are reported but not counted as errors, as btrfs check does.
+ * rescan) or left mid-rescan are not compared, as btrfs check does.
  */
 #include "ref/check.h"
 #include "ref/qgroup.h"
@@ -24,28 +24,29 @@ int check_qgroups(struct check *ck)
 	uint64_t flags;
 	struct ref_qgroup *have = NULL, *want = NULL;
 	size_t nhave = 0, nwant = 0;
-	if (ref_qgroup_status(ck->fs, &on, &flags)) {
+	int r = ref_qgroup_status(ck->fs, &on, &flags);
+	if (r) {
 		check_error(ck, "quota tree: %s", ref_error(ck->fs));
-		return 0;
+		return r == -ENOMEM ? r : 0;
 	}
 	if (!on) {
 		fprintf(ck->out, "[7/7] checking quota groups skipped (not enabled on this FS)\n");
 		return 0;
 	}
 	fprintf(ck->out, "[7/7] checking quota groups\n");
-	if (ref_qgroup_list(ck->fs, &have, &nhave)) {
+	if ((r = ref_qgroup_list(ck->fs, &have, &nhave))) {
 		check_error(ck, "quota tree: %s", ref_error(ck->fs));
-		return 0;
+		return r == -ENOMEM ? r : 0;
 	}
-	int r = ref_qgroup_recount(ck->fs, &want, &nwant);
+	r = ref_qgroup_recount(ck->fs, &want, &nwant);
 	if (r) {
 		free(have);
 		check_error(ck, "quota groups: recount failed: %s", ref_error(ck->fs));
 		return r == -ENOMEM ? r : 0;
 	}
-	bool stale = flags & BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT;
+	bool stale = flags & (BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT | BTRFS_QGROUP_STATUS_FLAG_RESCAN);
 	if (stale)
-		fprintf(ck->out, "quota groups are marked inconsistent: numbers not checked\n");
+		fprintf(ck->out, "quota groups are marked inconsistent or mid-rescan: numbers not checked\n");
 	for (size_t i = 0; i < nhave && !stale; i++) {
 		if (btrfs_qgroup_level(have[i].id))
 			continue; /* (a higher level is the sum of its members: not kept by ref) */

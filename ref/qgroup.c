@@ -21,9 +21,12 @@
 /* The status item as the kernel writes it now: with enable_gen (used by
  * simple quotas only; 0 here), 40 bytes. */
 struct qg_status_disk {
-	struct btrfs_qgroup_status_item s;
+	__le64 version, generation, flags, rescan;
 	__le64 enable_gen;
 } __attribute__((packed));
+_Static_assert(sizeof(struct qg_status_disk) == 40, "the kernel's status item is 40 bytes");
+/* (Kernels before 6.7 wrote the first 32 bytes only; both are read.) */
+#define QG_STATUS_MIN 32
 
 #define QG_NO_RESCAN UINT64_MAX /* the status item's rescan field when none runs */
 
@@ -49,10 +52,10 @@ int ref_qgroup_status(ref_fs *fs, bool *enabled, uint64_t *flags)
 		return 0;
 	if (r || (r = ref_find_first(fs, &q, 0, BTRFS_QGROUP_STATUS_KEY, &p, &k, &d, &size)))
 		return r == -ENOENT ? ref_fail(fs, EUCLEAN, "the quota tree has no status item") : r;
-	if (size < sizeof(struct btrfs_qgroup_status_item))
+	if (size < QG_STATUS_MIN)
 		r = ref_fail(fs, EUCLEAN, "quota status item is %u bytes", size);
 	else
-		*flags = LE64(((const struct btrfs_qgroup_status_item *)d)->flags);
+		*flags = LE64(((const struct qg_status_disk *)d)->flags);
 	ref_path_release(fs, &p);
 	*enabled = !r;
 	return r;
@@ -98,6 +101,12 @@ static int decode_item(ref_fs *fs, const struct ref_key *k, const uint8_t *d, ui
 	return 0;
 }
 
+static int cmp_id(const void *a, const void *b)
+{
+	const struct ref_qgroup *x = a, *y = b;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
 int ref_qgroup_list(ref_fs *fs, struct ref_qgroup **out, size_t *n)
 {
 	*out = NULL;
@@ -133,7 +142,8 @@ int ref_qgroup_list(ref_fs *fs, struct ref_qgroup **out, size_t *n)
 		*n = 0;
 		return r;
 	}
-	/* INFO items come first, LIMIT items after, each ascending: sorted. */
+	/* (A LIMIT item without its INFO item was appended after the others.) */
+	qsort(*out, *n, sizeof(**out), cmp_id);
 	return 0;
 }
 
@@ -207,9 +217,9 @@ static int load_item(ref_fs *fs, struct qg_state *q, const struct ref_key *k, co
 		     uint32_t size)
 {
 	if (k->type == BTRFS_QGROUP_STATUS_KEY) {
-		if (size < sizeof(struct btrfs_qgroup_status_item))
+		if (size < QG_STATUS_MIN)
 			return ref_fail(fs, EUCLEAN, "quota status item is %u bytes", size);
-		const struct btrfs_qgroup_status_item *s = (const void *)d;
+		const struct qg_status_disk *s = (const void *)d;
 		q->flags = LE64(s->flags);
 		if (LE64(s->version) != BTRFS_QGROUP_STATUS_VERSION ||
 		    q->flags & ~(uint64_t)BTRFS_QGROUP_STATUS_FLAGS_MASK)
@@ -248,8 +258,9 @@ static int load_item(ref_fs *fs, struct qg_state *q, const struct ref_key *k, co
 int qg_load(ref_fs *fs)
 {
 	struct ref_root root;
-	if (ref_find_root(fs, BTRFS_QUOTA_TREE_OBJECTID, &root))
-		return 0; /* quotas off */
+	int r = ref_find_root(fs, BTRFS_QUOTA_TREE_OBJECTID, &root);
+	if (r)
+		return r == -ENOENT ? 0 : r; /* -ENOENT: quotas off */
 	struct qg_state *q = calloc(1, sizeof(*q));
 	if (!q)
 		return ref_fail(fs, ENOMEM, "out of memory");
@@ -257,7 +268,7 @@ int qg_load(ref_fs *fs)
 	struct ref_path p;
 	struct ref_key k = { 0, 0, 0 };
 	bool status = false;
-	int r = ref_search(fs, &root, &k, &p);
+	r = ref_search(fs, &root, &k, &p);
 	while (r == 0) {
 		const uint8_t *d;
 		uint32_t size;
@@ -296,6 +307,7 @@ void qg_free(ref_fs *fs)
 
 /* ---- Accounting ---- */
 
+/* Records an extent for accounting: 0, 1 when it was recorded already. */
 static int note(ref_fs *fs, uint64_t bytenr, uint64_t num_bytes, bool tree, uint8_t level)
 {
 	struct qg_state *q = fs->rw->qg;
@@ -303,7 +315,7 @@ static int note(ref_fs *fs, uint64_t bytenr, uint64_t num_bytes, bool tree, uint
 	if (!ix)
 		return ref_fail(fs, ENOMEM, "out of memory");
 	if (*ix)
-		return 0;
+		return 1;
 	if (QG_GROW(q->extents, q->nextents, q->extents_cap))
 		return ref_fail(fs, ENOMEM, "out of memory");
 	q->extents[q->nextents] = (struct qg_extent){ bytenr, num_bytes, tree, level };
@@ -321,7 +333,8 @@ int qg_note_extent(ref_fs *fs, const struct dref *d)
 	bool fstree = !d->tree;
 	for (size_t i = 0; i < d->nrefs && !fstree; i++)
 		fstree = d->refs[i].parent || qg_is_fstree(d->refs[i].root);
-	return fstree ? note(fs, d->bytenr, d->num_bytes, d->tree, d->level) : 0;
+	int r = fstree ? note(fs, d->bytenr, d->num_bytes, d->tree, d->level) : 0;
+	return r > 0 ? 0 : r;
 }
 
 static int trace(ref_fs *fs, const struct ref_block *b, int depth)
@@ -338,14 +351,20 @@ static int trace(ref_fs *fs, const struct ref_block *b, int depth)
 				(const void *)leaf_data((uint8_t *)b->data, (int)i);
 			if (k.type == BTRFS_EXTENT_DATA_KEY &&
 			    leaf_item_size(b->data, (int)i) >= sizeof(*fi) &&
-			    fi->type != BTRFS_FILE_EXTENT_INLINE && LE64(fi->disk_bytenr))
-				r = note(fs, LE64(fi->disk_bytenr), LE64(fi->disk_num_bytes), false, 0);
+			    fi->type != BTRFS_FILE_EXTENT_INLINE && LE64(fi->disk_bytenr) &&
+			    (r = note(fs, LE64(fi->disk_bytenr), LE64(fi->disk_num_bytes), false, 0)) > 0)
+				r = 0;
 			continue;
 		}
 		uint64_t gen, child = node_ptr(b->data, (int)i, &gen);
 		struct ref_block *c;
-		if ((r = note(fs, child, fs->nodesize, true, (uint8_t)(b->level - 1))) ||
-		    (r = ref_read_block(fs, child, gen, b->level - 1, 0, &c)))
+		/* (A block noted already was walked already: a damaged node
+		 * pointing at one child many times costs no more.) */
+		if ((r = note(fs, child, fs->nodesize, true, (uint8_t)(b->level - 1))) > 0) {
+			r = 0;
+			continue;
+		}
+		if (r || (r = ref_read_block(fs, child, gen, b->level - 1, 0, &c)))
 			break;
 		r = trace(fs, c, depth + 1);
 		ref_block_put(fs, c);
@@ -356,6 +375,17 @@ static int trace(ref_fs *fs, const struct ref_block *b, int depth)
 int qg_trace_subtree(ref_fs *fs, const struct ref_block *b)
 {
 	return fs->rw->qg ? trace(fs, b, 0) : 0;
+}
+
+/* Moves a number by sign * bytes; true (and 0 left) when it would go below 0. */
+static bool move(uint64_t *v, int64_t sign, uint64_t bytes)
+{
+	if (sign < 0 && *v < bytes) {
+		*v = 0;
+		return true;
+	}
+	*v += (uint64_t)sign * bytes;
+	return false;
 }
 
 /* Moves the groups' numbers by one extent's change of hands. */
@@ -375,14 +405,12 @@ static void account_extent(ref_fs *fs, const struct qg_extent *e, const struct q
 			int64_t rfer = (int64_t)qg_roots_has(new, id) - (int64_t)qg_roots_has(old, id);
 			int64_t excl = (int64_t)(new->n == 1 && new->ids[0] == id) -
 				       (int64_t)(old->n == 1 && old->ids[0] == id);
-			if ((rfer < 0 && g->rfer < e->num_bytes) || (excl < 0 && g->excl < e->num_bytes)) {
+			bool under = move(&g->rfer, rfer, e->num_bytes) | move(&g->excl, excl, e->num_bytes);
+			if (under) {
 				ref_log(fs, "qgroup 0/%llu: numbers below zero at extent %llu: marked inconsistent",
 					(unsigned long long)id, (unsigned long long)e->bytenr);
 				q->flags |= BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT;
-				continue;
 			}
-			g->rfer += (uint64_t)rfer * e->num_bytes;
-			g->excl += (uint64_t)excl * e->num_bytes;
 			g->dirty |= rfer || excl;
 		}
 	}
@@ -438,11 +466,8 @@ static int put_item(ref_fs *fs, struct rw_tree *t, uint8_t type, uint64_t offset
 
 static int write_status(ref_fs *fs, struct rw_tree *t)
 {
-	struct qg_status_disk st = {
-		{ htole64(BTRFS_QGROUP_STATUS_VERSION), htole64(fs->rw->transid),
-		  htole64(fs->rw->qg->flags), htole64(QG_NO_RESCAN) },
-		0
-	};
+	struct qg_status_disk st = { htole64(BTRFS_QGROUP_STATUS_VERSION), htole64(fs->rw->transid),
+				     htole64(fs->rw->qg->flags), htole64(QG_NO_RESCAN), 0 };
 	return put_item(fs, t, BTRFS_QGROUP_STATUS_KEY, 0, &st, sizeof(st));
 }
 
@@ -527,9 +552,14 @@ int qg_subvol_created(ref_fs *fs, uint64_t id)
 	struct qg_state *q = fs->rw->qg;
 	if (!q)
 		return 0;
+	/* (Called once the new tree exists: a failure here leaves a tree with
+	 * no group, so the transaction is given up.) */
 	struct qg_group *g = group_add(fs, q, id);
-	if (!g)
-		return -ENOMEM;
+	if (!g) {
+		fs->rw->failed = true;
+		return ref_fail(fs, ENOMEM, "out of memory for subvolume %llu's quota group; the file system is read-only now",
+				(unsigned long long)id);
+	}
 	g->rfer = g->excl = 0;
 	g->dirty = true;
 	g->is_new |= !g->limit_flags; /* (a group made beforehand keeps its limit item) */
@@ -548,17 +578,17 @@ int qg_snapshot(ref_fs *fs, uint64_t src, uint64_t dst)
 	struct qg_state *q = fs->rw->qg;
 	if (!q)
 		return 0;
-	if (QG_GROW(q->snaps, q->nsnaps, q->snaps_cap))
-		return ref_fail(fs, ENOMEM, "out of memory");
+	if (QG_GROW(q->snaps, q->nsnaps, q->snaps_cap)) {
+		fs->rw->failed = true;
+		return ref_fail(fs, ENOMEM, "out of memory for a snapshot's quota group; the file system is read-only now");
+	}
 	q->snaps[q->nsnaps++] = (struct qg_snap){ src, dst };
 	int r = qg_subvol_created(fs, dst);
 	struct qg_group *s = group_find(q, src), *d = group_find(q, dst);
 	if (r)
 		return r;
-	if (!s) { /* no numbers to inherit */
-		q->flags |= BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT;
+	if (!s) /* nothing to inherit (the kernel skips it too) */
 		return 0;
-	}
 	/* Everything the source reached is shared with the copy now; the root
 	 * blocks each get back as exclusive when the commit counts them. */
 	if (!MUTANT(QGROUP_NO_INHERIT)) {
@@ -566,6 +596,13 @@ int qg_snapshot(ref_fs *fs, uint64_t src, uint64_t dst)
 		s->excl = 0;
 		s->dirty = true;
 	}
+	/* The limits too, as btrfs_qgroup_inherit ("inherit the limit info"). */
+	d->limit_flags = s->limit_flags;
+	d->max_rfer = s->max_rfer;
+	d->max_excl = s->max_excl;
+	d->rsv_rfer = s->rsv_rfer;
+	d->rsv_excl = s->rsv_excl;
+	d->limit_dirty = true;
 	return 0;
 }
 
@@ -584,10 +621,10 @@ int qg_reserve(ref_fs *fs, uint64_t subvol, uint64_t bytes)
 	struct qg_group *g = q ? group_find(q, subvol) : NULL;
 	if (!g || !bytes)
 		return 0;
-	if (over_limit(g, bytes) && g->reserved) {
-		/* What this transaction wrote may count for less once counted (an
-		 * overwrite frees what it replaces): count it, as the kernel
-		 * commits before it gives EDQUOT. */
+	if (over_limit(g, bytes) && fs->rw->in_txn) {
+		/* What this transaction changed may count for less once counted
+		 * (an overwrite or a deletion frees what it replaces): count it, as
+		 * the kernel commits (try_flush_qgroup) before it gives EDQUOT. */
 		int r = rw_commit(fs);
 		if (r)
 			return r;

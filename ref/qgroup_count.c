@@ -30,6 +30,7 @@ struct counter {
 	struct ref_key drop_key;
 };
 
+/* Counts an extent for subvolume q: 0, 1 when this walk counted it already. */
 static int count(struct counter *c, uint64_t bytenr, uint64_t bytes, struct ref_qgroup *q)
 {
 	uint64_t *ix = u64map_get(&c->idx, bytenr, true);
@@ -38,7 +39,7 @@ static int count(struct counter *c, uint64_t bytenr, uint64_t bytes, struct ref_
 	if (*ix) {
 		struct count_ent *e = &c->e[*ix - 1];
 		if (e->last == q->id)
-			return 0;
+			return 1; /* counted for this subvolume already */
 		e->last = q->id;
 		e->shared = true;
 		q->rfer += e->bytes;
@@ -69,17 +70,20 @@ static int count_leaf(struct counter *c, const struct ref_block *b, struct ref_q
 		const struct btrfs_file_extent_item *fi = (const void *)d;
 		if (size < sizeof(*fi) || fi->type == BTRFS_FILE_EXTENT_INLINE || !LE64(fi->disk_bytenr))
 			continue;
-		r = count(c, LE64(fi->disk_bytenr), LE64(fi->disk_num_bytes), q);
+		if ((r = count(c, LE64(fi->disk_bytenr), LE64(fi->disk_num_bytes), q)) > 0)
+			r = 0; /* (another item of this subvolume points at it too) */
 	}
 	return r;
 }
 
 static int walk(struct counter *c, uint64_t bytenr, uint64_t gen, int level, struct ref_qgroup *q)
 {
+	/* (A block this walk met already is not walked again: a damaged node
+	 * pointing at one child many times costs no more than once.) */
 	int r = count(c, bytenr, c->fs->nodesize, q);
 	struct ref_block *b;
 	if (r || (r = ref_read_block(c->fs, bytenr, gen, level, 0, &b)))
-		return r;
+		return r < 0 ? r : 0;
 	if (!b->level)
 		r = count_leaf(c, b, q);
 	for (uint32_t i = 0; b->level && i < blk_nritems(b->data) && !r; i++) {

@@ -85,12 +85,12 @@ int vfs_killpriv(ref_fs *fs, const struct ref_ino *ino, unsigned items, bool del
  * reference; the directory's size and times.  -EEXIST, -EMLINK. */
 int dir_add(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
 	    const struct ref_ino *target, uint8_t type);
-/* The same, telling the entry's DIR_INDEX (a subvolume's ROOT_REF needs it). */
-int dir_add_index(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
-		  const struct ref_ino *target, uint8_t type, uint64_t *index_out);
-/* For a subvolume's root (target in another subvolume than dir) the back
+/* The same, telling the entry's DIR_INDEX (a subvolume's ROOT_REF needs it).
+ * For a subvolume's root (target in another subvolume than dir) the back
  * references are ROOT_REF and ROOT_BACKREF in the root tree; a snapshot's
  * stand-in has none. */
+int dir_add_index(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
+		  const struct ref_ino *target, uint8_t type, uint64_t *index_out);
 /* Removes it again (the target's link count is the caller's). */
 int dir_remove(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
 	       const struct ref_ino *target);

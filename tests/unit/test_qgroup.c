@@ -1312,3 +1312,56 @@ Test(qgroup, cow_after_the_cleaner)
 	wu_expect_clean(vol);
 	sim_volume_close(vol);
 }
+
+/* A snapshot takes its source's limits (btrfs_qgroup_inherit), and they hold
+ * on it. */
+Test(qgroup, snapshot_inherits_limits)
+{
+	snprintf(where, sizeof(where), "limits inherited");
+	sim_volume *vol;
+	ref_fs *fs = wu_fresh(&vol, 256, 0);
+	WU_OK(fs, ref_qgroup_enable(fs));
+	uint64_t sv, snap;
+	WU_OK(fs, ref_subvol_create(fs, "/sv", &sv));
+	WU_OK(fs, ref_qgroup_limit(fs, sv, BTRFS_QGROUP_LIMIT_MAX_RFER | BTRFS_QGROUP_LIMIT_MAX_EXCL,
+				   MiB, 512 * KiB));
+	WU_OK(fs, ref_snapshot(fs, "/sv", "/snap", false, &snap));
+	struct ref_qgroup s = qget(fs, snap);
+	cr_assert(s.limit_flags == (BTRFS_QGROUP_LIMIT_MAX_RFER | BTRFS_QGROUP_LIMIT_MAX_EXCL) &&
+			  s.max_rfer == MiB && s.max_excl == 512 * KiB,
+		  "snapshot's limits: flags %#llx max_rfer %llu max_excl %llu",
+		  (unsigned long long)s.limit_flags, (unsigned long long)s.max_rfer,
+		  (unsigned long long)s.max_excl);
+	WU_OK(fs, ref_create(fs, "/snap/f", 0644));
+	cr_assert_eq(try_write(fs, "/snap/f", 0, MiB, 1), -EDQUOT, "%s", ref_error(fs));
+	expect_consistent(fs);
+	WU_OK(fs, ref_umount(fs));
+	wu_expect_clean(vol);
+	sim_volume_close(vol);
+}
+
+/* Near the limit, a deletion in the running transaction frees room for a
+ * write after it: the transaction is committed before EDQUOT is given (the
+ * kernel's try_flush_qgroup). */
+Test(qgroup, limit_counts_a_deletion_first)
+{
+	snprintf(where, sizeof(where), "deletion before a write at the limit");
+	sim_volume *vol;
+	ref_fs *fs = wu_fresh(&vol, 256, 0);
+	WU_OK(fs, ref_qgroup_enable(fs));
+	uint64_t sv;
+	WU_OK(fs, ref_subvol_create(fs, "/sv", &sv));
+	WU_OK(fs, ref_qgroup_limit(fs, sv, BTRFS_QGROUP_LIMIT_MAX_RFER, MiB, 0));
+	WU_OK(fs, ref_create(fs, "/sv/a", 0644));
+	cr_assert_eq(try_write(fs, "/sv/a", 0, 768 * KiB, 1), (ssize_t)(768 * KiB), "%s", ref_error(fs));
+	WU_OK(fs, ref_sync(fs));
+	WU_OK(fs, ref_unlink(fs, "/sv/a"));
+	WU_OK(fs, ref_create(fs, "/sv/b", 0644));
+	cr_assert_eq(try_write(fs, "/sv/b", 0, 768 * KiB, 2), (ssize_t)(768 * KiB),
+		     "a write the deletion made room for: %s", ref_error(fs));
+	WU_OK(fs, ref_sync(fs));
+	expect_consistent(fs);
+	WU_OK(fs, ref_umount(fs));
+	wu_expect_clean(vol);
+	sim_volume_close(vol);
+}
