@@ -405,8 +405,9 @@ static void account_extent(ref_fs *fs, const struct qg_extent *e, const struct q
 			int64_t rfer = (int64_t)qg_roots_has(new, id) - (int64_t)qg_roots_has(old, id);
 			int64_t excl = (int64_t)(new->n == 1 && new->ids[0] == id) -
 				       (int64_t)(old->n == 1 && old->ids[0] == id);
-			bool under = move(&g->rfer, rfer, e->num_bytes) | move(&g->excl, excl, e->num_bytes);
-			if (under) {
+			bool under_rfer = move(&g->rfer, rfer, e->num_bytes);
+			bool under_excl = move(&g->excl, excl, e->num_bytes);
+			if (under_rfer || under_excl) {
 				ref_log(fs, "qgroup 0/%llu: numbers below zero at extent %llu: marked inconsistent",
 					(unsigned long long)id, (unsigned long long)e->bytenr);
 				q->flags |= BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT;
