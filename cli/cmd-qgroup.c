@@ -1,6 +1,6 @@
 /*
- * cmd-qgroup.c - `btrsim qgroup`: enable, show and limit the quota groups of
- * level 0 (one per subvolume), with the meaning of `btrfs quota enable` and
+ * cmd-qgroup.c - `btrsim qgroup`: enable, rescan, show and limit the quota groups of
+ * level 0 (one per subvolume), with the meaning of `btrfs quota enable|rescan` and
  * `btrfs qgroup show|limit` and the output layout of btrfs-progs 6.2's
  * `qgroup show`.  Paths are from the top-level subvolume.  Changes commit
  * before the command returns.
@@ -23,6 +23,9 @@ static const char qgroup_usage[] =
 	"\n"
 	"  enable IMG...                     enable quotas: a quota group for every\n"
 	"                                    subvolume, counted at once (as a rescan)\n"
+	"  rescan IMG...                     count every quota group again from\n"
+	"                                    scratch and clear the inconsistent flag\n"
+	"                                    (btrfs quota rescan -w)\n"
 	"  show [-p] [-c] [-r] [-e] [--raw|--human-readable] IMG...\n"
 	"                                    every quota group: id, referenced and\n"
 	"                                    exclusive bytes, Path; -r / -e add the\n"
@@ -300,7 +303,8 @@ static int cmd_qgroup(int argc, char **argv)
 	if (!strcmp(sub, "-h") || !strcmp(sub, "--help"))
 		return cli_help(&cli_cmd_qgroup);
 	bool is_show = !strcmp(sub, "show"), is_limit = !strcmp(sub, "limit");
-	if (!is_show && !is_limit && strcmp(sub, "enable"))
+	bool is_rescan = !strcmp(sub, "rescan");
+	if (!is_show && !is_limit && !is_rescan && strcmp(sub, "enable"))
 		return cli_usage_error(&cli_cmd_qgroup, "unknown command '%s'", sub);
 	unsigned flags = 0;
 	bool raw = false;
@@ -340,13 +344,13 @@ static int cmd_qgroup(int argc, char **argv)
 		return rc;
 	if (is_limit)
 		return set_limit(&m, target, id, flags & FLAG('e'), none, size);
-	int r = ref_qgroup_enable(m.fs);
-	return r ? cli_op_fail(&m, "enable", r) : cli_umount(&m);
+	int r = is_rescan ? ref_qgroup_rescan(m.fs) : ref_qgroup_enable(m.fs);
+	return r ? cli_op_fail(&m, sub, r) : cli_umount(&m);
 }
 
 const struct cli_cmd cli_cmd_qgroup = {
 	.name = "qgroup",
-	.summary = "enable quotas; show quota groups and set their limits",
+	.summary = "enable and rescan quotas; show quota groups and set their limits",
 	.usage = qgroup_usage,
 	.run = cmd_qgroup,
 };

@@ -3,6 +3,7 @@
  * driver of the other passes (see check.h).
  */
 #include "ref/check.h"
+#include "ref/rw.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -187,7 +188,7 @@ static int walk(struct check *ck, uint64_t tree, uint64_t bytenr, uint64_t gen, 
 		key_of(d, i, &k);
 		if (i + 1 < n)
 			key_of(d, i + 1, &next);
-		if (h->level == ck->drop_level && ref_key_cmp(&k, &ck->drop_key) < 0)
+		if (ck->drop_level >= 0 && node_child_dropped(d, (int)i, &ck->drop_key))
 			continue; /* dropped by the cleaner already (as btrfs check skips it) */
 		r = walk(ck, tree, LE64(p->blockptr), LE64(p->generation), h->level - 1, bytenr, &k,
 			 i + 1 < n ? &next : hi);

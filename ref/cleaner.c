@@ -9,8 +9,10 @@
  * block.  The progress is the root item's drop_progress and drop_level (the
  * key of the next child of the root block, at the root's level), so a crash
  * or an unmount half-way resumes where the last commit left it, and `btrfs
- * check`, which skips the children before drop_progress at drop_level, sees
- * a consistent file system at every commit.
+ * check`, which skips the children before drop_progress, sees a consistent
+ * file system at every commit.  The kernel records its progress at any level
+ * (the node it stopped in); ref resumes there, finishing that node and the
+ * nodes above it that run out of children in one step.
  *
  * Before a shared block loses the dead root's reference, every block below
  * it that the dead root owns is switched to full back references (its
@@ -22,6 +24,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct drop {
 	uint64_t root;    /* the dead tree */
@@ -140,6 +143,83 @@ int cleaner_pending(ref_fs *fs)
 	return next_dead(fs, &rt, &id);
 }
 
+/* The way down a half-dropped dead tree to the node holding the next child
+ * to drop: from the root, the first child not dropped yet at each level,
+ * down to drop_level (the root itself when the drop has not begun). */
+struct drop_path {
+	struct ref_block *b[BTRFS_MAX_TREE_LEVEL];
+	uint64_t gen[BTRFS_MAX_TREE_LEVEL];  /* as its parent records it */
+	uint32_t slot[BTRFS_MAX_TREE_LEVEL]; /* the next child at each level */
+	bool full[BTRFS_MAX_TREE_LEVEL];     /* the block has full back references */
+	bool shared[BTRFS_MAX_TREE_LEVEL];   /* more than one reference */
+	int level;                      /* where the next child is dropped */
+};
+
+static void drop_path_put(ref_fs *fs, struct drop_path *dp)
+{
+	for (int l = 0; l < BTRFS_MAX_TREE_LEVEL; l++)
+		if (dp->b[l])
+			ref_block_put(fs, dp->b[l]);
+}
+
+static int drop_path_find(ref_fs *fs, const struct ref_root *root,
+			  const struct btrfs_root_item *ri, struct drop_path *dp)
+{
+	memset(dp, 0, sizeof(*dp));
+	bool begun = ri->drop_progress.objectid != 0;
+	struct ref_key from = { LE64(ri->drop_progress.objectid), ri->drop_progress.type,
+				LE64(ri->drop_progress.offset) };
+	if (root->level >= BTRFS_MAX_TREE_LEVEL || (begun && (!ri->drop_level || ri->drop_level > root->level)))
+		return ref_fail(fs, EUCLEAN, "deleted subvolume %llu: drop_level %u, root level %u",
+				(unsigned long long)root->id, ri->drop_level, root->level);
+	uint64_t bytenr = root->bytenr, gen = root->gen;
+	for (int l = root->level;; l--) {
+		uint64_t refs, flags;
+		int r = ref_read_block(fs, bytenr, gen, (uint8_t)l, 0, &dp->b[l]);
+		if (r || (r = share_info(fs, bytenr, (uint8_t)l, &refs, &flags))) {
+			drop_path_put(fs, dp);
+			return r;
+		}
+		dp->gen[l] = gen;
+		dp->full[l] = flags & BTRFS_BLOCK_FLAG_FULL_BACKREF;
+		dp->shared[l] = refs > 1;
+		const uint8_t *d = dp->b[l]->data;
+		uint32_t n = blk_nritems(d), s = 0;
+		while (begun && l && s < n && node_child_dropped(d, (int)s, &from))
+			s++;
+		dp->slot[l] = s;
+		dp->level = l;
+		if (!l || !begun || l == ri->drop_level)
+			return 0;
+		if (s >= n) {
+			drop_path_put(fs, dp);
+			return ref_fail(fs, EUCLEAN, "deleted subvolume %llu: node %llu holds no key after its drop progress",
+					(unsigned long long)root->id, (unsigned long long)bytenr);
+		}
+		bytenr = node_ptr(d, (int)s, &gen);
+	}
+}
+
+/* Records in the dead tree's root item how far the drop got: drop_progress
+ * is the key of the next child to drop in a node of level `level`. */
+static int save_progress(ref_fs *fs, struct rw_tree *rt, const struct ref_key *key,
+			 struct btrfs_root_item *ri, const struct ref_key *next, uint8_t level)
+{
+	ri->drop_progress.objectid = htole64(next->objectid);
+	ri->drop_progress.type = next->type;
+	ri->drop_progress.offset = htole64(next->offset);
+	ri->drop_level = level;
+	struct ref_path p;
+	int r = bt_lookup_cow(fs, rt, key, &p);
+	if (!r) {
+		uint32_t size;
+		uint8_t *w = bt_item(&p, &size);
+		memcpy(w, ri, size < sizeof(*ri) ? size : sizeof(*ri));
+		ref_path_release(fs, &p);
+	}
+	return r;
+}
+
 int cleaner_step(ref_fs *fs)
 {
 	struct rw_tree *rt;
@@ -169,57 +249,52 @@ int cleaner_step(ref_fs *fs)
 		return 0;
 	struct drop dr = { id, key.offset };
 	struct ref_root root = { id, LE64(ri.bytenr), LE64(ri.generation), ri.level };
-	struct ref_block *b;
-	if ((r = ref_read_block(fs, root.bytenr, root.gen, root.level, 0, &b)))
+	struct drop_path dp;
+	if ((r = drop_path_find(fs, &root, &ri, &dp)))
 		return r;
-	uint64_t refs, flags;
-	if ((r = share_info(fs, b->bytenr, b->level, &refs, &flags)))
-		goto out;
-	bool full = flags & BTRFS_BLOCK_FLAG_FULL_BACKREF;
-	/* The next child of the root block to drop, after drop_progress. */
-	uint32_t n = blk_nritems(b->data), slot = 0;
-	if (b->level && ri.drop_progress.objectid) {
-		struct ref_key from = { LE64(ri.drop_progress.objectid), ri.drop_progress.type,
-					LE64(ri.drop_progress.offset) };
-		while (slot < n) {
-			struct ref_key k;
-			blk_key(b->data, (int)slot, &k);
-			if (ref_key_cmp(&k, &from) >= 0)
-				break;
-			slot++;
+	/* The step: at the node holding the next child, one child when that
+	 * node is the root (ref's own steps); the rest of it when the kernel
+	 * left the progress lower down. */
+	int l = dp.level;
+	struct ref_block *at = dp.b[l];
+	uint32_t n = blk_nritems(at->data), end = l == root.level ? dp.slot[l] + 1 : n;
+	if (l < root.level && dp.shared[l]) {
+		/* A node another tree holds too: the kernel never stops inside
+		 * one, but were it so, it lets the node go whole (walk_up_proc). */
+		r = drop_block(fs, &dr, at->bytenr, dp.gen[l], (uint8_t)l,
+			       dp.full[l + 1] ? dp.b[l + 1]->bytenr : 0, 1);
+		end = dp.slot[++l] + 1;
+	} else {
+		for (uint32_t i = dp.slot[l]; l && i < end && i < n && !r; i++) {
+			uint64_t gen, child = node_ptr(at->data, (int)i, &gen);
+			r = drop_block(fs, &dr, child, gen, (uint8_t)(l - 1),
+				       dp.full[l] ? at->bytenr : 0, 1);
 		}
+		if (!l && !r)
+			r = share_children(fs, at, dp.full[0], -1);
 	}
-	if (b->level && slot < n) {
-		uint64_t gen, child = node_ptr(b->data, (int)slot, &gen);
-		if ((r = drop_block(fs, &dr, child, gen, (uint8_t)(b->level - 1), full ? b->bytenr : 0, 1)))
-			goto out;
-		slot++;
-	}
-	if (b->level && slot < n) { /* more to do: record how far it got */
-		struct ref_key next;
-		blk_key(b->data, (int)slot, &next);
-		ri.drop_progress.objectid = htole64(next.objectid);
-		ri.drop_progress.type = next.type;
-		ri.drop_progress.offset = htole64(next.offset);
-		ri.drop_level = b->level;
-		if (!(r = bt_lookup_cow(fs, rt, &key, &p))) {
-			uint8_t *w = bt_item(&p, &size);
-			memcpy(w, &ri, size < sizeof(ri) ? size : sizeof(ri));
-			ref_path_release(fs, &p);
+	/* Up from there: the first node with a child left records the progress;
+	 * a node with none left is freed; the root last, with its root item and
+	 * orphan item. */
+	for (uint32_t next = end; !r; next = dp.slot[++l] + 1) {
+		struct ref_block *b = dp.b[l];
+		if (l && next < blk_nritems(b->data)) {
+			struct ref_key nk;
+			blk_key(b->data, (int)next, &nk);
+			r = save_progress(fs, rt, &key, &ri, &nk, (uint8_t)l);
+			break;
 		}
-		goto out;
+		bool top = l == root.level;
+		uint64_t parent = !top && dp.full[l + 1] ? dp.b[l + 1]->bytenr : 0;
+		if ((r = free_tree_block_ref(fs, b, id, parent)) || !top)
+			continue;
+		struct ref_key ok = { BTRFS_ORPHAN_OBJECTID, BTRFS_ORPHAN_ITEM_KEY, id };
+		if (!(r = bt_delete_key(fs, rt, &key)) && !(r = bt_delete_key(fs, rt, &ok))) {
+			rw_tree_forget(fs, id);
+			qg_subvol_dropped(fs, id);
+		}
+		break;
 	}
-	/* The last child is gone (or the root is a leaf): the root block, the
-	 * root item and the orphan item go. */
-	if (!b->level && (r = share_children(fs, b, full, -1)))
-		goto out;
-	struct ref_key ok = { BTRFS_ORPHAN_OBJECTID, BTRFS_ORPHAN_ITEM_KEY, id };
-	if (!(r = free_tree_block_ref(fs, b, id, 0)) && !(r = bt_delete_key(fs, rt, &key)) &&
-	    !(r = bt_delete_key(fs, rt, &ok))) {
-		rw_tree_forget(fs, id);
-		qg_subvol_dropped(fs, id);
-	}
-out:
-	ref_block_put(fs, b);
+	drop_path_put(fs, &dp);
 	return r;
 }

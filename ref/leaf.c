@@ -54,6 +54,15 @@ void blk_key(const uint8_t *d, int slot, struct ref_key *k)
 	k->offset = LE64(dk->offset);
 }
 
+bool node_child_dropped(const uint8_t *d, int slot, const struct ref_key *drop_key)
+{
+	if ((uint32_t)slot + 1 >= blk_nritems(d))
+		return false;
+	struct ref_key next;
+	blk_key(d, slot + 1, &next);
+	return ref_key_cmp(&next, drop_key) <= 0;
+}
+
 void blk_set_key(uint8_t *d, int slot, const struct ref_key *k)
 {
 	disk_key(blk_level(d) ? &ptr(d, slot)->key : &item(d, slot)->key, k);

@@ -521,18 +521,29 @@ int qg_settle(ref_fs *fs, bool *work)
 	if (r || !items)
 		return r;
 	struct rw_tree *t;
-	if ((r = rw_tree_get(fs, BTRFS_QUOTA_TREE_OBJECTID, &t)) || (r = write_status(fs, t)))
+	if ((r = rw_tree_get(fs, BTRFS_QUOTA_TREE_OBJECTID, &t)))
 		return r;
 	for (size_t i = 0; i < q->ngroups && !r;) {
 		struct qg_group *g = &q->groups[i];
-		if (g->dropped && !g->rfer && !g->excl) {
-			r = remove_group(fs, t, i);
+		if (!g->dropped) {
+			r = write_group(fs, t, g);
+			i++;
 			continue;
 		}
-		g->dropped = false; /* (numbers left: kept, as the kernel keeps them) */
-		r = write_group(fs, t, g);
-		i++;
+		/* A dropped subvolume's group goes whatever it counts; numbers
+		 * left mean they were wrong (a kernel's accounting can go stale
+		 * when its drop of a shared node spans two commits): as Linux
+		 * 6.18's btrfs_remove_qgroup, they are marked inconsistent. */
+		if ((g->rfer || g->excl) && !(q->flags & BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT)) {
+			ref_log(fs, "qgroup 0/%llu of a dropped subvolume has non-zero numbers, rfer %llu excl %llu: marked inconsistent",
+				(unsigned long long)g->id, (unsigned long long)g->rfer,
+				(unsigned long long)g->excl);
+			q->flags |= BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT;
+		}
+		r = remove_group(fs, t, i);
 	}
+	if (!r)
+		r = write_status(fs, t);
 	q->status_written = true;
 	*work = true;
 	return r;
@@ -694,6 +705,21 @@ int ref_qgroup_enable(ref_fs *fs)
 		qg_free(fs);
 		return r;
 	}
+	fs->rw->in_txn = true;
+	return rw_commit(fs);
+}
+
+int ref_qgroup_rescan(ref_fs *fs)
+{
+	int r = rw_check_writable(fs);
+	if (r)
+		return r;
+	if (!fs->rw->qg)
+		return ref_fail(fs, ENOTCONN, "quota groups are not enabled");
+	/* Counted on a settled file system, as at enable. */
+	if ((r = rw_commit(fs)) || (r = rescan(fs, fs->rw->qg)))
+		return r;
+	fs->rw->qg->status_written = false;
 	fs->rw->in_txn = true;
 	return rw_commit(fs);
 }

@@ -24,7 +24,7 @@ struct qg_group {
 	bool dirty;         /* its INFO item needs writing */
 	bool limit_dirty;   /* its LIMIT item needs writing */
 	bool is_new;        /* no items yet */
-	bool dropped;       /* its subvolume is gone: removed at commit if it counts 0 */
+	bool dropped;       /* its subvolume is gone: removed at the commit */
 };
 
 /* An extent whose references changed in the running transaction. */
@@ -69,9 +69,9 @@ int qg_settle(ref_fs *fs, bool *work);
 void qg_committed(ref_fs *fs);
 /* A new subvolume's group (ref_subvol_create). */
 int qg_subvol_created(ref_fs *fs, uint64_t id);
-/* A deleted subvolume the cleaner finished: its group goes at the next commit
- * if its numbers are 0 then, else it stays (Linux 6.18's
- * btrfs_qgroup_cleanup_dropped_subvolume). */
+/* A deleted subvolume the cleaner finished: its group goes at the next commit;
+ * numbers left in it mark the groups inconsistent (Linux 6.18's
+ * btrfs_qgroup_cleanup_dropped_subvolume and btrfs_remove_qgroup). */
 void qg_subvol_dropped(ref_fs *fs, uint64_t id);
 /* A snapshot's group, inherited from its source's (ref_snapshot, right after
  * the root is copied in a transaction that changed nothing before). */

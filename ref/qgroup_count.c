@@ -87,9 +87,7 @@ static int walk(struct counter *c, uint64_t bytenr, uint64_t gen, int level, str
 	if (!b->level)
 		r = count_leaf(c, b, q);
 	for (uint32_t i = 0; b->level && i < blk_nritems(b->data) && !r; i++) {
-		struct ref_key k;
-		blk_key(b->data, (int)i, &k);
-		if (b->level == c->drop_level && ref_key_cmp(&k, &c->drop_key) < 0)
+		if (c->drop_level >= 0 && node_child_dropped(b->data, (int)i, &c->drop_key))
 			continue; /* dropped by the cleaner */
 		uint64_t cgen, child = node_ptr(b->data, (int)i, &cgen);
 		r = walk(c, child, cgen, b->level - 1, q);

@@ -237,10 +237,7 @@ static int keyed_parent(struct qg_view *v, const struct qg_vroot *vr, uint64_t b
 	int r = ref_read_block(v->fs, vr->root.bytenr, vr->root.gen, vr->root.level, 0, &b);
 	while (!r) {
 		int l = b->level, slot = slot_le(b->data, k);
-		struct ref_key sk = { 0, 0, 0 };
-		if (slot >= 0)
-			blk_key(b->data, slot, &sk);
-		if (slot < 0 || (l == vr->drop_level && ref_key_cmp(&sk, &vr->drop_key) < 0)) {
+		if (slot < 0 || (vr->drop_level >= 0 && node_child_dropped(b->data, slot, &vr->drop_key))) {
 			r = 1; /* not in the tree, or in a part the cleaner dropped */
 			break;
 		}

@@ -50,6 +50,12 @@ void node_set_ptr(uint8_t *d, int slot, uint64_t bytenr, uint64_t gen);
 void node_insert(uint8_t *d, int slot, const struct ref_key *k, uint64_t bytenr, uint64_t gen);
 void node_delete(uint8_t *d, int slot, int nr);
 void node_append(uint8_t *dst, const uint8_t *src, int slot, int nr);
+/* Whether child `slot` of node d, in a deleted tree the cleaner has dropped
+ * up to drop_key (its root item's drop_progress), is gone already: it is when
+ * the next child's key is at most drop_key, at any level.  (The cleaner drops
+ * keys in order: everything before drop_key is dropped, the nodes on the way
+ * to drop_key are kept, and drop_level is only where drop_key was taken.) */
+bool node_child_dropped(const uint8_t *d, int slot, const struct ref_key *drop_key);
 
 /* ---- Ranges: a sorted set of disjoint [start, end) byte ranges ---- */
 

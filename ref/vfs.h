@@ -100,6 +100,9 @@ int ref_subvol_set_default(ref_fs *fs, uint64_t id);
  * for every subvolume, their numbers counted at once (the rescan done before
  * returning).  0 when already enabled. */
 int ref_qgroup_enable(ref_fs *fs);
+/* Counts every group again from scratch and clears the inconsistent flag
+ * (btrfs quota rescan -w).  -ENOTCONN when quotas are off. */
+int ref_qgroup_rescan(ref_fs *fs);
 /* Sets limits of qgroup id (btrfs qgroup limit): flags names the limits to
  * change (BTRFS_QGROUP_LIMIT_MAX_RFER / _MAX_EXCL), each to its maximum, or
  * removed when that maximum is UINT64_MAX ("none"); limits not named stay.

@@ -1,5 +1,5 @@
 #!/bin/sh
-# btrsim qgroup: enable, show and limit.  Usage errors (exit 2), quotas off
+# btrsim qgroup: enable, rescan, show and limit.  Usage errors (exit 2), quotas off
 # (ENOTCONN, exit 1), enable twice, the exact layout of btrfs-progs 6.2's
 # `qgroup show` (columns, widths, units, Path), limits set, kept and removed
 # (the other limit untouched), writes past a limit (EDQUOT), bad sizes and
@@ -42,7 +42,7 @@ run no-command 2 "$BTRSIM" qgroup
 err_has '^btrsim qgroup: needs a COMMAND'; err_has '^usage: btrsim qgroup'; out_empty; done_check
 run unknown-command 2 "$BTRSIM" qgroup destroy "$img"
 err_has "^btrsim qgroup: unknown command 'destroy'"; done_check
-for c in enable show; do
+for c in enable rescan show; do
 	run "$c-no-image" 2 "$BTRSIM" qgroup "$c"
 	err_has "^btrsim qgroup: $c: needs at least one image"; out_empty; done_check
 	run "$c-sub-help" 0 "$BTRSIM" qgroup "$c" -h
@@ -79,6 +79,8 @@ err_has '^btrsim qgroup: show: ENOTCONN \(Transport endpoint is not connected\):
 err_lines 1; out_empty; done_check
 run limit-off 1 "$BTRSIM" qgroup limit "$img" 1M 0/5
 err_has '^btrsim qgroup: limit: ENOTCONN .*quotas not enabled$'; out_empty; done_check
+run rescan-off 1 "$BTRSIM" qgroup rescan "$img"
+err_has '^btrsim qgroup: rescan: ENOTCONN .*quota groups are not enabled$'; out_empty; done_check
 
 # ---- Enable, twice ----
 
@@ -95,6 +97,10 @@ printf '%s\n' \
 run show-fresh 0 "$BTRSIM" qgroup show "$img"
 out_is; err_empty; done_check
 check enabled
+run rescan 0 "$BTRSIM" qgroup rescan "$img"
+out_empty; err_empty; done_check
+run show-after-rescan 0 "$BTRSIM" qgroup show "$img"
+out_is; err_empty; done_check
 
 # ---- A subvolume with 1 MiB, and its snapshot ----
 
