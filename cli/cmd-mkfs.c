@@ -21,8 +21,8 @@ static const char usage_text[] =
 	"skinny metadata, extended inode refs.  Several images make one multi-device\n"
 	"file system, devids 1, 2, ... in the order given.\n"
 	"\n"
-	"  -d, --data PROFILE      single (default), dup, raid0, raid1, raid1c3, raid1c4\n"
-	"                          or raid10\n"
+	"  -d, --data PROFILE      single (default), dup, raid0, raid1, raid1c3, raid1c4,\n"
+	"                          raid10, raid5 or raid6\n"
 	"  -m, --metadata PROFILE  the same; dup (default on one image) or raid1 (default\n"
 	"                          on several); the system chunk follows it\n"
 	"      --csum TYPE         crc32c (default), xxhash, sha256 or blake2\n"
@@ -37,7 +37,7 @@ static const char usage_text[] =
 
 const struct cli_cmd cli_cmd_mkfs;
 
-#define PROFILE_NAMES "single, dup, raid0, raid1, raid1c3, raid1c4 or raid10"
+#define PROFILE_NAMES "single, dup, raid0, raid1, raid1c3, raid1c4, raid10, raid5 or raid6"
 
 static const struct {
 	const char *name, *label; /* as -d and -m take them, as mkfs.btrfs prints them */
@@ -50,7 +50,6 @@ static const struct {
 	{ "raid1c3", "RAID1C3", BTRFS_BLOCK_GROUP_RAID1C3 },
 	{ "raid1c4", "RAID1C4", BTRFS_BLOCK_GROUP_RAID1C4 },
 	{ "raid10", "RAID10", BTRFS_BLOCK_GROUP_RAID10 },
-	/* Taken, and refused by ref_mkfs with the reason. */
 	{ "raid5", "RAID5", BTRFS_BLOCK_GROUP_RAID5 },
 	{ "raid6", "RAID6", BTRFS_BLOCK_GROUP_RAID6 },
 };

@@ -5,9 +5,11 @@
  * extents, device item usage, block group item, free-space info) are written
  * at commit, as the kernel's pending block groups are.
  *
- * Profiles with one stripe per copy are allocated here: SINGLE, DUP, RAID1,
- * RAID1C3 and RAID1C4.  Striped profiles (RAID0, RAID10, RAID5/6) are not:
- * such a file system returns ENOSPC once its chunks are full.
+ * Every profile, with the kernel's rules (btrfs_raid_array): SINGLE, DUP
+ * (both copies on one device), RAID1, RAID1C3 and RAID1C4 (one device per
+ * copy), and the striped ones - RAID0, RAID10 (mirrored pairs), RAID5 and
+ * RAID6 - over every device with room, the stripe as long as the smallest of
+ * their holes allows.
  */
 #include "faults/points.h"
 #include "ref/rw.h"
@@ -30,7 +32,7 @@ static int dev_used(ref_fs *fs, uint64_t devid, uint64_t total, struct rset *use
 	for (size_t i = 0; !r && i < rw->npending; i++)
 		for (int s = 0; s < rw->pending[i].nstripes && !r; s++)
 			if (rw->pending[i].devid[s] == devid)
-				r = rset_add(used, rw->pending[i].physical[s], rw->pending[i].length);
+				r = rset_add(used, rw->pending[i].physical[s], rw->pending[i].stripe_size);
 	if (r)
 		return ref_fail(fs, ENOMEM, "out of memory");
 	struct rw_tree *dt;
@@ -92,16 +94,32 @@ static void holes(const struct rset *used, uint64_t total, uint64_t want, uint64
 	}
 }
 
-static int copies_of(uint64_t profile)
+/* A profile's rules, as the kernel's btrfs_raid_array has them. */
+struct prof_rule {
+	uint64_t prof;
+	int devs_min, devs_max; /* devs_max 0: as many as have room */
+	int increment;          /* the device count is a multiple of it */
+	int ncopies, nparity;
+};
+
+static const struct prof_rule rules[] = {
+	{ 0, 1, 1, 1, 1, 0 },
+	{ BTRFS_BLOCK_GROUP_DUP, 1, 1, 1, 2, 0 },
+	{ BTRFS_BLOCK_GROUP_RAID1, 2, 2, 2, 2, 0 },
+	{ BTRFS_BLOCK_GROUP_RAID1C3, 3, 3, 3, 3, 0 },
+	{ BTRFS_BLOCK_GROUP_RAID1C4, 4, 4, 4, 4, 0 },
+	{ BTRFS_BLOCK_GROUP_RAID0, 1, 0, 1, 1, 0 },
+	{ BTRFS_BLOCK_GROUP_RAID10, 2, 0, 2, 2, 0 },
+	{ BTRFS_BLOCK_GROUP_RAID5, 2, 0, 1, 1, 1 },
+	{ BTRFS_BLOCK_GROUP_RAID6, 3, 0, 1, 1, 2 },
+};
+
+static const struct prof_rule *rule_of(uint64_t profile)
 {
-	switch (profile) {
-	case 0: return 1;
-	case BTRFS_BLOCK_GROUP_DUP: return 2;
-	case BTRFS_BLOCK_GROUP_RAID1: return 2;
-	case BTRFS_BLOCK_GROUP_RAID1C3: return 3;
-	case BTRFS_BLOCK_GROUP_RAID1C4: return 4;
-	default: return 0;
-	}
+	for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++)
+		if (rules[i].prof == profile)
+			return &rules[i];
+	return NULL;
 }
 
 struct dev_space {
@@ -122,7 +140,7 @@ static void build_item(ref_fs *fs, struct rw_pending_chunk *pc)
 	ci->io_width = htole32(BTRFS_STRIPE_LEN_DEFAULT);
 	ci->sector_size = htole32(fs->sectorsize);
 	ci->num_stripes = htole16((uint16_t)pc->nstripes);
-	ci->sub_stripes = htole16(1);
+	ci->sub_stripes = htole16((pc->type & BTRFS_BLOCK_GROUP_RAID10) ? 2 : 1);
 	for (int s = 0; s < pc->nstripes; s++) {
 		struct btrfs_stripe *st = &ci->stripe + s;
 		st->devid = htole64(pc->devid[s]);
@@ -142,51 +160,62 @@ static int cmp_space(const void *a, const void *b)
 	return x->dev->devid < y->dev->devid ? -1 : x->dev->devid > y->dev->devid;
 }
 
-/* Places the stripes of a chunk of up to `want` bytes; 0 or -ENOSPC. */
-static int place(ref_fs *fs, uint64_t profile, uint64_t want, struct rw_pending_chunk *pc)
+/* Places the stripes of a chunk whose stripes are at most `stripe_cap` bytes
+ * and whose data (the chunk's length) at most `chunk_cap`, on at most
+ * `most` devices; 0 or -ENOSPC. */
+static int place(ref_fs *fs, const struct prof_rule *ru, uint64_t stripe_cap, uint64_t chunk_cap,
+		 size_t most, struct rw_pending_chunk *pc)
 {
 	struct rw_state *rw = fs->rw;
-	int copies = copies_of(profile), r = 0;
+	bool dup = ru->prof == BTRFS_BLOCK_GROUP_DUP;
+	int r = 0;
 	struct dev_space *sp = calloc(rw->ndevs, sizeof(*sp));
 	if (!sp)
 		return ref_fail(fs, ENOMEM, "out of memory");
 	for (size_t i = 0; i < rw->ndevs && !r; i++) {
 		sp[i].dev = &rw->devs[i];
 		r = dev_used(fs, rw->devs[i].devid, rw->devs[i].total_bytes, &sp[i].used);
-		holes(&sp[i].used, rw->devs[i].total_bytes,
-		      profile == BTRFS_BLOCK_GROUP_DUP ? 2 * want : want, &sp[i].best, &sp[i].best_len,
-		      &sp[i].fit);
+		holes(&sp[i].used, rw->devs[i].total_bytes, dup ? 2 * stripe_cap : stripe_cap,
+		      &sp[i].best, &sp[i].best_len, &sp[i].fit);
+		if (dup)
+			sp[i].best_len /= 2;
 	}
 	if (!r) {
 		qsort(sp, rw->ndevs, sizeof(*sp), cmp_space);
-		pc->nstripes = copies;
-		if (profile == BTRFS_BLOCK_GROUP_DUP) { /* both copies in one hole of device 0 */
-			uint64_t len = sp[0].fit != UINT64_MAX ? want : sp[0].best_len / 2;
-			len = len / BTRFS_STRIPE_LEN_DEFAULT * BTRFS_STRIPE_LEN_DEFAULT;
-			uint64_t at = sp[0].fit != UINT64_MAX ? sp[0].fit : sp[0].best;
-			pc->length = len;
-			for (int s = 0; s < 2; s++) {
-				pc->devid[s] = sp[0].dev->devid;
-				pc->physical[s] = at + (uint64_t)s * len;
-			}
-		} else if ((size_t)copies > rw->ndevs) {
+		/* The devices that take a stripe: those with room, most room first. */
+		size_t ndevs = 0;
+		while (ndevs < rw->ndevs && sp[ndevs].best_len >= MIB)
+			ndevs++;
+		if (ru->devs_max && ndevs > (size_t)ru->devs_max)
+			ndevs = (size_t)ru->devs_max;
+		if (ndevs > most)
+			ndevs = most;
+		ndevs -= ndevs % (size_t)ru->increment;
+		int nstripes = dup ? 2 : (int)ndevs;
+		int data = dup ? 1 : ((int)ndevs - ru->nparity) / ru->ncopies;
+		if (ndevs < (size_t)ru->devs_min || data < 1) {
 			r = -ENOSPC;
 		} else {
-			uint64_t len = want;
-			for (int s = 0; s < copies; s++) {
-				uint64_t l = sp[s].fit != UINT64_MAX ? want : sp[s].best_len;
-				if (l < len)
-					len = l;
+			uint64_t stripe = sp[ndevs - 1].best_len; /* the smallest of them */
+			if (stripe > stripe_cap)
+				stripe = stripe_cap;
+			if (stripe * (uint64_t)data > chunk_cap)
+				stripe = chunk_cap / (uint64_t)data;
+			stripe = stripe / BTRFS_STRIPE_LEN_DEFAULT * BTRFS_STRIPE_LEN_DEFAULT;
+			pc->nstripes = nstripes;
+			pc->stripe_size = stripe;
+			pc->length = stripe * (uint64_t)data;
+			for (int s = 0; s < nstripes; s++) {
+				struct dev_space *d = &sp[dup ? 0 : s];
+				uint64_t best, best_len, fit;
+				holes(&d->used, d->dev->total_bytes, dup ? 2 * stripe : stripe, &best,
+				      &best_len, &fit);
+				pc->devid[s] = d->dev->devid;
+				pc->physical[s] = (fit != UINT64_MAX ? fit : best) + (dup ? (uint64_t)s * stripe : 0);
 			}
-			pc->length = len;
-			for (int s = 0; s < copies; s++) {
-				pc->devid[s] = sp[s].dev->devid;
-				pc->physical[s] = sp[s].fit != UINT64_MAX && len == want ? sp[s].fit
-											 : sp[s].best;
-			}
+			if (stripe < MIB)
+				r = -ENOSPC;
 		}
-		if (!r && pc->length < MIB)
-			r = -ENOSPC;
 	}
 	for (size_t i = 0; i < rw->ndevs; i++)
 		rset_free(&sp[i].used);
@@ -211,16 +240,28 @@ int alloc_chunk(ref_fs *fs, uint64_t type)
 			profile = rw->bgs[i].flags & BTRFS_BLOCK_GROUP_PROFILE_MASK;
 	for (size_t i = 0; i < rw->ndevs; i++)
 		total += rw->devs[i].total_bytes;
-	if (profile == UINT64_MAX || !copies_of(profile))
+	const struct prof_rule *ru = profile == UINT64_MAX ? NULL : rule_of(profile);
+	if (!ru)
 		return ref_fail(fs, ENOSPC, "no space left, and allocating %s chunks is not implemented",
 				profile == UINT64_MAX ? "new kinds of" : ref_profile_name(profile));
-	uint64_t cap = type == BTRFS_BLOCK_GROUP_DATA	  ? GIB
-		       : type == BTRFS_BLOCK_GROUP_SYSTEM ? 32 * MIB
-		       : total > 50 * GIB		  ? GIB
-							  : 256 * MIB;
+	/* The kernel's sizes: a stripe of at most 1 GiB of data, 32 MiB of
+	 * system, 256 MiB of metadata (1 GiB past 50 GiB); a chunk of at most
+	 * 10 GiB of data, two system stripes, one metadata stripe; and no chunk
+	 * over a tenth of the devices' size. */
+	bool data = type == BTRFS_BLOCK_GROUP_DATA, sys = type == BTRFS_BLOCK_GROUP_SYSTEM;
+	uint64_t stripe_cap = data ? GIB : sys ? 32 * MIB : total > 50 * GIB ? GIB : 256 * MIB;
+	uint64_t chunk_cap = data ? 10 * GIB : sys ? 64 * MIB : stripe_cap;
 	uint64_t tenth = total / 10 / MIB * MIB;
-	if (cap > tenth)
-		cap = tenth > MIB ? tenth : MIB;
+	if (tenth < MIB)
+		tenth = MIB;
+	if (chunk_cap > tenth)
+		chunk_cap = tenth;
+	if (stripe_cap > chunk_cap)
+		stripe_cap = chunk_cap;
+	/* A system chunk's item must fit the superblock's array. */
+	size_t most = sys ? (BTRFS_SYS_CHUNK_ARRAY_BYTES - 2 * sizeof(struct btrfs_disk_key) -
+			     2 * sizeof(struct btrfs_chunk)) / sizeof(struct btrfs_stripe) + 1
+			  : SIM_MAX_DISKS;
 	if (rw->npending == rw->pending_cap) {
 		size_t c = rw->pending_cap ? rw->pending_cap * 2 : 4;
 		void *p = realloc(rw->pending, c * sizeof(*rw->pending));
@@ -231,7 +272,7 @@ int alloc_chunk(ref_fs *fs, uint64_t type)
 	}
 	struct rw_pending_chunk *pc = &rw->pending[rw->npending];
 	memset(pc, 0, sizeof(*pc));
-	int r = place(fs, profile, cap, pc);
+	int r = place(fs, ru, stripe_cap, chunk_cap, most, pc);
 	if (r == -ENOSPC)
 		return ref_fail(fs, ENOSPC, "no space left on the devices for a new %s chunk",
 				type == BTRFS_BLOCK_GROUP_DATA ? "data"
@@ -252,7 +293,7 @@ int alloc_chunk(ref_fs *fs, uint64_t type)
 	for (int s = 0; s < pc->nstripes; s++)
 		for (size_t d = 0; d < rw->ndevs; d++)
 			if (rw->devs[d].devid == pc->devid[s]) {
-				rw->devs[d].bytes_used += pc->length;
+				rw->devs[d].bytes_used += pc->stripe_size;
 				rw->devs[d].dirty = true;
 			}
 	uint64_t bgstart = pc->logical;

@@ -34,7 +34,7 @@ static int insert_pending_chunk(ref_fs *fs, const struct rw_pending_chunk *pc)
 			.chunk_tree = htole64(BTRFS_CHUNK_TREE_OBJECTID),
 			.chunk_objectid = htole64(BTRFS_FIRST_CHUNK_TREE_OBJECTID),
 			.chunk_offset = htole64(pc->logical),
-			.length = htole64(pc->length),
+			.length = htole64(pc->stripe_size),
 		};
 		memcpy(de.chunk_tree_uuid, fs->rw->chunk_tree_uuid, BTRFS_UUID_SIZE);
 		struct ref_key dk = { pc->devid[s], BTRFS_DEV_EXTENT_KEY, pc->physical[s] };

@@ -111,6 +111,17 @@ int data_read(ref_fs *fs, uint64_t logical, void *buf, size_t len, bool nodatasu
  * that stays inside one stripe unit, rebuilt from the rest of its row. */
 int raid56_rebuild(ref_fs *fs, const struct ref_chunk *c, uint64_t logical, uint8_t *out,
 		   uint64_t len, int mirror);
+/* raid56_write.c: writes len bytes at logical, inside RAID5/6 chunk c (whose
+ * stripes name the disks), and the parity of every row touched, recomputed
+ * from the row's data (the rest of each column read from disk).  sim_write
+ * flags for every request.  0, or -errno with the reason in err.  (mkfs uses
+ * it too, with a chunk of its own making.) */
+int raid56_write(sim_volume *vol, const struct ref_chunk *c, uint64_t logical, const void *buf,
+		 uint64_t len, unsigned flags, char *err, size_t errlen);
+/* P (and Q for raid6) of k data columns of len bytes: cols[0..k-1] the data,
+ * cols[k] P, cols[k+1] Q, each 32-byte aligned, len a multiple of 32; 0 or
+ * ISA-L's failure. */
+int raid56_parity(int k, bool raid6, size_t len, uint8_t **cols);
 
 /* tree.c */
 void cache_free_all(ref_fs *fs);

@@ -95,6 +95,20 @@ int ref_write_logical(ref_fs *fs, uint64_t logical, const void *buf, size_t len)
 		int n = map_run(fs, logical, len, &c, copies, &run);
 		if (n < 0)
 			return n;
+		if (c->type & BTRFS_BLOCK_GROUP_RAID56_MASK) { /* data and parity, row by row */
+			run = c->logical + c->length - logical < len ? c->logical + c->length - logical : len;
+			char err[256];
+			int e = FP_FAIL(FP_REF_IO_WRITE), r;
+			if (e)
+				return ref_fail(fs, e, "writing %llu (fault point %s)",
+						(unsigned long long)logical, FP_REF_IO_WRITE);
+			if ((r = raid56_write(fs->vol, c, logical, in, run, 0, err, sizeof(err))))
+				return ref_fail(fs, -r, "writing %llu: %s", (unsigned long long)logical, err);
+			in += run;
+			logical += run;
+			len -= run;
+			continue;
+		}
 		for (int i = 0; i < n; i++) { /* every copy */
 			if (copies[i].disk < 0)
 				return ref_fail(fs, EIO, "writing %llu: device %llu is missing",

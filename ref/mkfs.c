@@ -3,7 +3,8 @@
  * i is devid i + 1), with the trees and features of mkfs.btrfs's defaults
  * (free-space tree, no-holes, skinny metadata, extended inode refs): a
  * SYSTEM, a METADATA and a DATA chunk in the profiles asked for (single, DUP,
- * RAID0, RAID1, RAID1C3, RAID1C4, RAID10), their stripes on the devices with
+ * RAID0, RAID1, RAID1C3, RAID1C4, RAID10, RAID5, RAID6: parity written with
+ * the tree blocks by raid56_write.c), their stripes on the devices with
  * the most room first as mkfs.btrfs and the kernel choose them, every tree a
  * bulk-built B-tree, all tree blocks written and every disk flushed before the
  * superblocks (FUA, each with its own device item), so that a crash leaves no
@@ -505,6 +506,8 @@ static void stripes_of(const struct mk *m, uint64_t prof, bool sys, int *n, int 
 		*data = *n / 2;
 		*sub = 2;
 		break;
+	case BTRFS_BLOCK_GROUP_RAID5: *n = (int)devs, *data = *n - 1; break;
+	case BTRFS_BLOCK_GROUP_RAID6: *n = (int)devs, *data = *n - 2; break;
 	default: *n = 1; break;
 	}
 }
@@ -608,6 +611,19 @@ static int block_copies(const struct mk_chunk *c, uint64_t logical, unsigned *de
 	}
 }
 
+/* A tree block in a RAID5/6 chunk, with the parity of its row. */
+static int raid56_block(struct mk *m, const struct mk_chunk *c, uint64_t logical, const uint8_t *block)
+{
+	struct ref_stripe st[MAX_DEVS];
+	for (int s = 0; s < c->nstripes; s++)
+		st[s] = (struct ref_stripe){ c->dev[s] + 1, c->physical[s], (int)c->dev[s] };
+	struct ref_chunk rc = { c->logical, c->length, BTRFS_STRIPE_LEN_DEFAULT, c->type,
+				(uint16_t)c->nstripes, (uint16_t)c->sub_stripes, st };
+	char err[256];
+	int r = raid56_write(m->vol, &rc, logical, block, m->o->nodesize, 0, err, sizeof(err));
+	return r ? fail(m, -r, "%s", err) : 0;
+}
+
 static int write_tree(struct mk *m, struct mk_tree *t)
 {
 	struct build_item *items = sorted_items(t);
@@ -623,7 +639,10 @@ static int write_tree(struct mk *m, struct mk_tree *t)
 			r = fail(m, EINVAL, "tree %llu: an item does not fit in a %u-byte block",
 				 (unsigned long long)t->id, m->o->nodesize);
 	}
-	for (size_t b = 0; !r && b < t->nblocks; b++) {
+	bool raid56 = t->chunk->type & BTRFS_BLOCK_GROUP_RAID56_MASK;
+	for (size_t b = 0; !r && raid56 && b < t->nblocks; b++)
+		r = raid56_block(m, t->chunk, t->addr[b], blocks + b * m->o->nodesize);
+	for (size_t b = 0; !r && !raid56 && b < t->nblocks; b++) {
 		unsigned dev[MAX_DEVS];
 		uint64_t phys[MAX_DEVS];
 		int n = block_copies(t->chunk, t->addr[b], dev, phys);
@@ -663,6 +682,8 @@ static void fill_super(struct mk *m, unsigned d, struct btrfs_super_disk *sb)
 	if ((m->o->data_profile | m->o->meta_profile) &
 	    (BTRFS_BLOCK_GROUP_RAID1C3 | BTRFS_BLOCK_GROUP_RAID1C4))
 		incompat |= BTRFS_FEATURE_INCOMPAT_RAID1C34;
+	if ((m->o->data_profile | m->o->meta_profile) & BTRFS_BLOCK_GROUP_RAID56_MASK)
+		incompat |= BTRFS_FEATURE_INCOMPAT_RAID56;
 	sb->incompat_flags = htole64(incompat);
 	sb->csum_type = htole16((uint16_t)m->o->csum_type);
 	sb->root_level = (uint8_t)root->level;
@@ -734,8 +755,10 @@ static unsigned devs_min(uint64_t prof)
 {
 	switch (prof) {
 	case BTRFS_BLOCK_GROUP_RAID1:
-	case BTRFS_BLOCK_GROUP_RAID10: return 2;
-	case BTRFS_BLOCK_GROUP_RAID1C3: return 3;
+	case BTRFS_BLOCK_GROUP_RAID10:
+	case BTRFS_BLOCK_GROUP_RAID5: return 2;
+	case BTRFS_BLOCK_GROUP_RAID1C3:
+	case BTRFS_BLOCK_GROUP_RAID6: return 3;
 	case BTRFS_BLOCK_GROUP_RAID1C4: return 4;
 	default: return 1;
 	}
@@ -744,11 +767,8 @@ static unsigned devs_min(uint64_t prof)
 static int check_profile(struct mk *m, const char *what, uint64_t prof)
 {
 	if ((prof & ~(uint64_t)BTRFS_BLOCK_GROUP_PROFILE_MASK) || (prof & (prof - 1)))
-		return fail(m, EINVAL, "%s profile 0x%llx is not one of single, dup, raid0, raid1, raid1c3, raid1c4, raid10",
+		return fail(m, EINVAL, "%s profile 0x%llx is not one of single, dup, raid0, raid1, raid1c3, raid1c4, raid10, raid5, raid6",
 			    what, (unsigned long long)prof);
-	if (prof & BTRFS_BLOCK_GROUP_RAID56_MASK)
-		return fail(m, EOPNOTSUPP, "%s profile %s: writing RAID5/6 is not implemented", what,
-			    ref_profile_name(prof));
 	if (m->ndevs < devs_min(prof))
 		return fail(m, EINVAL, "%s profile %s needs at least %u devices, the volume has %u", what,
 			    ref_profile_name(prof), devs_min(prof), m->ndevs);

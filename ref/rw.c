@@ -199,8 +199,6 @@ static int check_features(ref_fs *fs)
 		return ref_fail(fs, EROFS,
 				"the file system has a log tree to replay; log replay is not implemented (mount it with the kernel once)");
 	for (size_t i = 0; i < fs->nchunks; i++) {
-		if (fs->chunks[i].type & BTRFS_BLOCK_GROUP_RAID56_MASK)
-			return ref_fail(fs, EROFS, "writing to RAID5/6 chunks is not implemented");
 		for (unsigned s = 0; s < fs->chunks[i].num_stripes; s++)
 			if (fs->chunks[i].stripes[s].disk < 0)
 				return ref_fail(fs, EROFS, "a device is missing; degraded writing is not implemented");

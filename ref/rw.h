@@ -84,10 +84,11 @@ struct rw_bg {
  * device extents, block group, free-space info) written at commit. */
 struct rw_pending_chunk {
 	uint64_t logical, length, type;
+	uint64_t stripe_size; /* bytes on each device (the device extents' length) */
 	int nstripes;
-	uint64_t devid[4], physical[4];
+	uint64_t devid[SIM_MAX_DISKS], physical[SIM_MAX_DISKS];
 	uint32_t item_size;
-	uint8_t item[sizeof(struct btrfs_chunk) + 3 * sizeof(struct btrfs_stripe)];
+	uint8_t item[sizeof(struct btrfs_chunk) + (SIM_MAX_DISKS - 1) * sizeof(struct btrfs_stripe)];
 };
 
 struct rw_dev {

@@ -80,7 +80,7 @@ run mkfs-missing-size 1 "$BTRSIM" mkfs "$T/none.img"
 err_has 'give --size'
 done_check
 run mkfs-bad-profile 2 "$BTRSIM" mkfs -d raid7 --size 256M "$T/p.img"
-err_has 'single, dup, raid0, raid1, raid1c3, raid1c4 or raid10'
+err_has 'single, dup, raid0, raid1, raid1c3, raid1c4, raid10, raid5 or raid6'
 done_check
 run mkfs-profile-needs-devices 1 "$BTRSIM" mkfs -d raid1 --size 256M "$T/p.img"
 err_has 'data profile RAID1 needs at least 2 devices, the volume has 1'
@@ -116,8 +116,8 @@ done_check
 run mkfs-multi-needs-4 1 "$BTRSIM" mkfs -d raid1c4 -m raid1 -f --size 256M "$T/x1.img" "$T/x2.img" "$T/x3.img"
 err_has 'data profile RAID1C4 needs at least 4 devices, the volume has 3'
 done_check
-run mkfs-multi-raid5 1 "$BTRSIM" mkfs -d raid5 -f --size 256M "$T/x1.img" "$T/x2.img" "$T/x3.img"
-err_has 'RAID5/6'
+run mkfs-multi-raid6-needs-3 1 "$BTRSIM" mkfs -d raid6 -f --size 256M "$T/x1.img" "$T/x2.img"
+err_has 'data profile RAID6 needs at least 3 devices, the volume has 2'
 done_check
 run mkfs-multi-twice 2 "$BTRSIM" mkfs -f --size 256M "$T/x1.img" "$T/x1.img"
 err_has 'given twice'
@@ -145,7 +145,8 @@ rm -f "$T"/*.img
 
 # PROFILES as "N data meta" (meta "-": the default, RAID1 on several devices).
 for cfg in "2 raid1 raid1" "2 single -" "2 dup dup" "2 raid0 raid0" "2 raid10 raid10" \
-	"3 raid1c3 raid1c3" "3 raid0 raid1" "3 raid10 raid1c3" "4 raid1c4 raid1c4" "4 raid10 raid10"; do
+	"3 raid1c3 raid1c3" "3 raid0 raid1" "3 raid10 raid1c3" "4 raid1c4 raid1c4" "4 raid10 raid10" \
+	"2 raid5 raid5" "3 raid5 raid1" "3 raid6 raid6" "4 raid6 raid5" "5 raid5 raid6"; do
 	set -- $cfg
 	n=$1
 	data=$2
@@ -194,6 +195,12 @@ for cfg in "2 raid1 raid1" "2 single -" "2 dup dup" "2 raid0 raid0" "2 raid10 ra
 			# shellcheck disable=SC2086
 			"$BTRSIM" put $IMGS "$T/ref.src" /from-ref >/dev/null 2>"$T/err" ||
 				fail "btrsim put: $(head -c 200 "$T/err")"
+			# A partial overwrite (RAID5/6: a read-modify-write of its rows).
+			head -c 70000 /dev/urandom >"$T/patch"
+			dd if="$T/patch" of="$T/ref.src" bs=1 seek=33333 conv=notrunc status=none
+			# shellcheck disable=SC2086
+			"$BTRSIM" write --offset 33333 $IMGS /from-ref "$T/patch" >/dev/null 2>"$T/err" ||
+				fail "btrsim write: $(head -c 200 "$T/err")"
 			DEVS=""
 			for img in $IMGS; do
 				attach "$img" || fail "losetup $img failed"
@@ -209,6 +216,31 @@ for cfg in "2 raid1 raid1" "2 single -" "2 dup dup" "2 raid0 raid0" "2 raid10 ra
 			else
 				fail "the kernel does not mount it after ref's writes: $(head -c 200 "$T/mount.err")"
 			fi
+			detach_all
+			# RAID5/6: with any one device left out, the kernel rebuilds
+			# what it held from ref's parity.
+			case "$data $meta" in *raid5* | *raid6*)
+				for out in $IMGS; do
+					DEVS=""
+					for img in $IMGS; do
+						[ "$img" = "$out" ] && continue
+						attach "$img" || fail "losetup $img failed"
+						DEVS="$DEVS $LOOP"
+					done
+					# shellcheck disable=SC2086
+					if mount_dev "$T/mnt" degraded,ro $DEVS 2>"$T/mount.err"; then
+						cmp -s "$T/mnt/from-ref" "$T/ref.src" ||
+							fail "without ${out##*/}, the kernel reads ref's file wrong"
+						cmp -s "$T/mnt/d/data" "$T/data.src" ||
+							fail "without ${out##*/}, the kernel reads its own file wrong"
+						unmount "$T/mnt" || fail "umount failed"
+					else
+						fail "the kernel does not mount it without ${out##*/}: $(head -c 200 "$T/mount.err")"
+					fi
+					detach_all
+				done
+				;;
+			esac
 		else
 			fail "the kernel does not mount it: $(head -c 200 "$T/mount.err") $(dmesg | tail -n 3 | tr '\n' '|')"
 		fi

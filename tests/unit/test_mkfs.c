@@ -4,7 +4,7 @@
  * item), the chunks (types, stripe counts, stripes on distinct devices, both
  * DUP copies on one), the device extents and usage; then ref mounts it, writes
  * a file, fsyncs, unmounts, remounts, reads it back, and ref_check is clean.
- * Mirrored profiles still read with a disk lost.  Profiles that need more
+ * Mirrored and parity profiles still read with a disk lost.  Profiles that need more
  * devices than the volume has are EINVAL with the reason, and write nothing.
  * (`btrfs check` and the kernel judge the same images in
  * tests/interop/test_mkfs.sh.)
@@ -31,6 +31,8 @@ TestSuite(mkfs);
 #define RAID1C3 BTRFS_BLOCK_GROUP_RAID1C3
 #define RAID1C4 BTRFS_BLOCK_GROUP_RAID1C4
 #define RAID10 BTRFS_BLOCK_GROUP_RAID10
+#define RAID5 BTRFS_BLOCK_GROUP_RAID5
+#define RAID6 BTRFS_BLOCK_GROUP_RAID6
 
 static uint32_t nodesize = 16384;
 
@@ -58,6 +60,8 @@ static unsigned want_stripes(uint64_t prof, unsigned n)
 	case RAID1C4: return 4;
 	case RAID0: return n;
 	case RAID10: return n & ~1u;
+	case RAID5:
+	case RAID6: return n;
 	default: return 1;
 	}
 }
@@ -89,6 +93,8 @@ static void expect_layout(sim_volume *vol, unsigned n, uint64_t data, uint64_t m
 			cr_assert_eq(LE64(sb.root), LE64(sb0.root));
 			bool c34 = (data | meta) & (RAID1C3 | RAID1C4);
 			cr_assert_eq(!!(LE64(sb.incompat_flags) & BTRFS_FEATURE_INCOMPAT_RAID1C34), c34);
+			bool r56 = (data | meta) & (RAID5 | RAID6);
+			cr_assert_eq(!!(LE64(sb.incompat_flags) & BTRFS_FEATURE_INCOMPAT_RAID56), r56);
 		}
 		for (unsigned e = 0; e < d; e++) {
 			struct btrfs_super_disk other;
@@ -191,8 +197,8 @@ static void roundtrip_on(unsigned n, uint64_t disk_mib, uint64_t data, uint64_t 
 	expect_file(vol, &oo, "/small", (const uint8_t *)"tiny", 4);
 	wu_expect_ref_clean(vol);
 
-	bool mirrored = (data & (RAID1 | RAID1C3 | RAID1C4 | RAID10)) &&
-			(meta & (RAID1 | RAID1C3 | RAID1C4 | RAID10));
+	uint64_t redundant = RAID1 | RAID1C3 | RAID1C4 | RAID10 | RAID5 | RAID6;
+	bool mirrored = (data & redundant) && (meta & redundant);
 	if (mirrored) {
 		/* Each disk missing in turn: the others, saved as images, open degraded. */
 		char *dir = tu_tmpdir();
@@ -249,6 +255,11 @@ Test(mkfs, three_disks_raid10) { roundtrip(3, RAID10, RAID10); }
 Test(mkfs, three_disks_raid1_data_raid1c3_meta) { roundtrip(3, RAID1, RAID1C3); }
 Test(mkfs, four_disks_raid1c4) { roundtrip(4, RAID1C4, RAID1C4); }
 Test(mkfs, four_disks_raid10) { roundtrip(4, RAID10, RAID10); }
+Test(mkfs, two_disks_raid5) { roundtrip(2, RAID5, RAID5); }
+Test(mkfs, three_disks_raid5) { roundtrip(3, RAID5, RAID5); }
+Test(mkfs, three_disks_raid6) { roundtrip(3, RAID6, RAID6); }
+Test(mkfs, four_disks_raid6_data_raid1c3_meta) { roundtrip(4, RAID6, RAID1C3); }
+Test(mkfs, five_disks_raid5_data_raid6_meta) { roundtrip(5, RAID5, RAID6); }
 
 /* 24 disks and 4 KiB nodes: the device tree and the chunk tree take more
  * than one leaf; the SYSTEM chunk's stripes are capped to fit the superblock. */
@@ -388,12 +399,13 @@ Test(mkfs, too_few_devices)
 	expect_refused(2, SINGLE, RAID1C3, EINVAL, "metadata profile RAID1C3 needs at least 3");
 	expect_refused(3, RAID1C4, RAID1C3, EINVAL, "data profile RAID1C4 needs at least 4 devices, the volume has 3");
 	expect_refused(3, SINGLE, RAID1C4, EINVAL, "metadata profile RAID1C4 needs at least 4");
+	expect_refused(1, RAID5, DUP, EINVAL, "data profile RAID5 needs at least 2 devices, the volume has 1");
+	expect_refused(2, SINGLE, RAID6, EINVAL, "metadata profile RAID6 needs at least 3 devices, the volume has 2");
 }
 
 Test(mkfs, bad_profiles)
 {
-	expect_refused(3, BTRFS_BLOCK_GROUP_RAID5, RAID1, EOPNOTSUPP, "RAID5/6");
-	expect_refused(3, SINGLE, BTRFS_BLOCK_GROUP_RAID6, EOPNOTSUPP, "RAID5/6");
+	expect_refused(3, RAID5 | RAID6, RAID1, EINVAL, "not one of");
 	expect_refused(2, RAID1 | RAID0, RAID1, EINVAL, "not one of");
 	expect_refused(2, SINGLE, BTRFS_BLOCK_GROUP_DATA, EINVAL, "not one of");
 }

@@ -1,0 +1,144 @@
+/*
+ * raid56_write.c - writing into a RAID5/6 chunk: the new bytes and the P
+ * (and Q) of every row they touch.
+ *
+ * Parity is recomputed from the row's data columns as they will stand: the
+ * new bytes, and the rest of each column read from its disk (the kernel's
+ * read-modify-write also reads the data, not the old parity, so a stale
+ * parity is never carried forward).  Only the span of column offsets the
+ * write touches is read and rewritten; a write that covers every data column
+ * of that span reads nothing.  The layout is raid56.c's (the kernel's): in
+ * row r of a chunk of n stripes with k data columns, data column j is on
+ * stripe (r + j) % n, P on (r + k) % n, Q on (r + k + 1) % n.  P is ISA-L's
+ * xor_gen and Q its pq_gen (g = 2, polynomial 0x11d, as Linux's raid6).
+ *
+ * The data and parity writes of a row are not atomic: a power cut between
+ * them leaves parity that disagrees with the data (the RAID5/6 write hole,
+ * ref/README.md).
+ */
+#include "ref/internal.h"
+
+#include <errno.h>
+#include <isa-l/raid.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define MAX_STRIPES SIM_MAX_DISKS
+
+static int failf(char *err, size_t errlen, int e, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -e;
+}
+
+int raid56_parity(int k, bool raid6, size_t len, uint8_t **cols)
+{
+	if (k == 1) { /* one data column: P is a copy of it, and so is Q (g^0 = 1) */
+		memcpy(cols[1], cols[0], len);
+		if (raid6)
+			memcpy(cols[2], cols[0], len);
+		return 0;
+	}
+	return raid6 ? pq_gen(k + 2, (int)len, (void **)cols) : xor_gen(k + 1, (int)len, (void **)cols);
+}
+
+/* One row: bytes [a, b) of the row's logical span (k columns of sl bytes). */
+static int write_row(sim_volume *vol, const struct ref_chunk *c, uint64_t row, uint64_t a,
+		     uint64_t b, const uint8_t *in, unsigned flags, char *err, size_t errlen)
+{
+	bool raid6 = c->type & BTRFS_BLOCK_GROUP_RAID6;
+	int n = c->num_stripes, k = n - (raid6 ? 2 : 1);
+	uint64_t sl = c->stripe_len;
+	/* The column offsets touched: one column's part, or all of it when the
+	 * write crosses from one column into the next. */
+	uint64_t lo = 0, hi = sl;
+	if (a / sl == (b - 1) / sl) {
+		lo = a % sl;
+		hi = (b - 1) % sl + 1;
+	}
+	size_t len = (size_t)(hi - lo);
+	uint8_t *cols[MAX_STRIPES];
+	int r = 0, ncols = k + (raid6 ? 2 : 1);
+	for (int j = 0; j < ncols; j++)
+		if (!(cols[j] = aligned_alloc(64, (len + 63) / 64 * 64))) {
+			while (j--)
+				free(cols[j]);
+			return failf(err, errlen, ENOMEM, "out of memory");
+		}
+	uint64_t phys_off = row * sl + lo;
+	for (int j = 0; j < k && !r; j++) {
+		const struct ref_stripe *st = &c->stripes[(row + (uint64_t)j) % (uint64_t)n];
+		/* The new bytes in column j's span [j*sl + lo, j*sl + hi). */
+		uint64_t s = j * sl + lo, e = j * sl + hi;
+		uint64_t ns = a > s ? a : s, ne = b < e ? b : e;
+		if (ns < ne && ns == s && ne == e) {
+			memcpy(cols[j], in + (ns - a), len);
+			continue;
+		}
+		if (st->disk < 0)
+			r = failf(err, errlen, EIO, "RAID5/6 row %llu: device %llu is missing",
+				  (unsigned long long)row, (unsigned long long)st->devid);
+		else if ((r = sim_read(vol, (unsigned)st->disk, st->physical + phys_off, cols[j], len)))
+			failf(err, errlen, -r, "RAID5/6 row %llu: reading its column %d: %s",
+			      (unsigned long long)row, j, sim_volume_error(vol));
+		else if (ns < ne)
+			memcpy(cols[j] + (ns - s), in + (ns - a), (size_t)(ne - ns));
+	}
+	if (!r && raid56_parity(k, raid6, len, cols))
+		r = failf(err, errlen, EIO, "RAID5/6 row %llu: parity of %zu bytes not computed",
+			  (unsigned long long)row, len);
+	/* The new data, then P and Q. */
+	for (int j = 0; j < ncols && !r; j++) {
+		const struct ref_stripe *st = &c->stripes[(row + (uint64_t)j) % (uint64_t)n];
+		uint64_t s = j * sl + lo, e = j * sl + hi, from = 0, to = len;
+		if (j < k) {
+			uint64_t ns = a > s ? a : s, ne = b < e ? b : e;
+			if (ns >= ne)
+				continue; /* a column the write does not touch */
+			from = ns - s;
+			to = ne - s;
+		}
+		if (st->disk < 0)
+			r = failf(err, errlen, EIO, "RAID5/6 row %llu: device %llu is missing",
+				  (unsigned long long)row, (unsigned long long)st->devid);
+		else if ((r = sim_write(vol, (unsigned)st->disk, st->physical + phys_off + from,
+					cols[j] + from, (size_t)(to - from), flags)))
+			failf(err, errlen, -r, "RAID5/6 row %llu: writing its %s: %s",
+			      (unsigned long long)row, j < k ? "data" : j == k ? "P" : "Q",
+			      sim_volume_error(vol));
+	}
+	for (int j = 0; j < ncols; j++)
+		free(cols[j]);
+	return r;
+}
+
+int raid56_write(sim_volume *vol, const struct ref_chunk *c, uint64_t logical, const void *buf,
+		 uint64_t len, unsigned flags, char *err, size_t errlen)
+{
+	bool raid6 = c->type & BTRFS_BLOCK_GROUP_RAID6;
+	int n = c->num_stripes, k = n - (raid6 ? 2 : 1);
+	if (n > MAX_STRIPES || k < 1 || !c->stripe_len)
+		return failf(err, errlen, EUCLEAN, "chunk %llu: %d stripes for %s",
+			     (unsigned long long)c->logical, n, raid6 ? "RAID6" : "RAID5");
+	if (logical < c->logical || len > c->length || logical - c->logical > c->length - len)
+		return failf(err, errlen, EINVAL, "writing %llu bytes at %llu: outside chunk %llu",
+			     (unsigned long long)len, (unsigned long long)logical,
+			     (unsigned long long)c->logical);
+	uint64_t rowbytes = (uint64_t)k * c->stripe_len, off = logical - c->logical;
+	const uint8_t *in = buf;
+	while (len) {
+		uint64_t row = off / rowbytes, a = off % rowbytes;
+		uint64_t b = rowbytes - a < len ? rowbytes : a + len;
+		int r = write_row(vol, c, row, a, b, in, flags, err, errlen);
+		if (r)
+			return r;
+		in += b - a;
+		off += b - a;
+		len -= b - a;
+	}
+	return 0;
+}
