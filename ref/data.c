@@ -89,6 +89,9 @@ static int verify_sectors(ref_fs *fs, uint64_t logical, uint8_t *buf, size_t n)
 		fs->repaired++;
 		ref_log(fs, "data at logical %llu: copy 0 has a bad checksum, served from copy %d",
 			(unsigned long long)at, good);
+		/* The copies before the good one were bad: each gets the good bytes. */
+		for (int m = 0; m < good; m++)
+			io_rewrite_copy(fs, at, p, ss, m);
 	}
 	free(csums);
 	free(have);
@@ -107,13 +110,22 @@ int data_read(ref_fs *fs, uint64_t logical, void *buf, size_t len, bool nodatasu
 	int r = 0;
 	/* The first copy whole, then sector by sector where it is bad. */
 	int copies = ref_num_copies(fs, start), m = 0;
+	unsigned failed = 0; /* copies whose read failed (not a missing device) */
 	for (;;) {
 		r = ref_read_logical(fs, start, tmp, end - start, m);
+		if (r && r != -ENODEV)
+			failed |= 1u << m;
 		if (r == 0 || ++m >= copies)
 			break; /* a missing or failing device: try the next copy whole */
 	}
 	if (!r && !nodatasum)
 		r = verify_sectors(fs, start, tmp, (end - start) / ss);
+	/* Copies that failed to read (a latent sector error): rewritten whole
+	 * from what was read and verified.  (A checksum-less read cannot tell
+	 * good bytes from bad: nothing is rewritten from it.) */
+	for (int w = 0; !r && !nodatasum && w < copies; w++)
+		if (failed >> w & 1)
+			io_rewrite_copy(fs, start, tmp, end - start, w);
 	if (!r && !aligned)
 		memcpy(buf, tmp + (logical - start), len);
 	if (!aligned)
@@ -125,4 +137,9 @@ void ref_read_stats(const ref_fs *fs, uint64_t *repaired, uint64_t *csum_errors)
 {
 	*repaired = fs->repaired;
 	*csum_errors = fs->csum_errors;
+}
+
+uint64_t ref_read_rewritten(const ref_fs *fs)
+{
+	return fs->rewritten;
 }

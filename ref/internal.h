@@ -65,6 +65,7 @@ struct ref_fs {
 	struct ref_block *cache[REF_CACHE_BUCKETS];
 	size_t ncached;
 	uint64_t repaired, csum_errors;
+	uint64_t rewritten; /* bad copies written over with good bytes (read repair) */
 	struct ref_root roots[16]; /* recently found subvolume roots */
 	size_t nroots, roots_next;
 	char err[256];
@@ -103,6 +104,10 @@ const char *chunk_item_invalid(const ref_fs *fs, uint64_t logical, const struct 
 /* io.c: writes len bytes at a logical address to every copy (the write
  * path's; reads are ref_read_logical in ref.h). */
 int ref_write_logical(ref_fs *fs, uint64_t logical, const void *buf, size_t len);
+/* Read repair: writes good bytes over copy `mirror` of [logical, +len) (for
+ * RAID5/6, over the data column), when mounted for writing and not failed;
+ * a failed repair write is logged, not returned (the read succeeded). */
+int io_rewrite_copy(ref_fs *fs, uint64_t logical, const void *buf, size_t len, int mirror);
 
 /* data.c: reads of data extents with checksum verification and repair. */
 int data_read(ref_fs *fs, uint64_t logical, void *buf, size_t len, bool nodatasum);

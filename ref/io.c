@@ -1,6 +1,7 @@
-/* io.c - logical reads and writes through the chunk map onto the sim disks. */
+/* io.c - logical reads and writes through the chunk map onto the sim disks,
+ * and the rewriting of a bad copy from a good one (read repair). */
 #include "faults/points.h"
-#include "ref/internal.h"
+#include "ref/rw.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -123,6 +124,37 @@ int ref_write_logical(ref_fs *fs, uint64_t logical, const void *buf, size_t len)
 			if (r)
 				return ref_fail(fs, -r, "writing %llu: %s", (unsigned long long)logical,
 						sim_volume_error(fs->vol));
+		}
+		in += run;
+		logical += run;
+		len -= run;
+	}
+	return 0;
+}
+
+int io_rewrite_copy(ref_fs *fs, uint64_t logical, const void *buf, size_t len, int mirror)
+{
+	if (!fs->rw || fs->rw->failed)
+		return 0; /* read-only: the kernel repairs only what it may write */
+	const uint8_t *in = buf;
+	while (len) {
+		const struct ref_chunk *c;
+		struct ref_copy copies[REF_MAX_COPIES];
+		uint64_t run;
+		int n = map_run(fs, logical, len, &c, copies, &run);
+		if (n < 0)
+			return n;
+		/* RAID5/6: only the data column itself is ever rewritten (its
+		 * parity already agrees with the bytes rebuilt from it). */
+		const struct ref_copy *cp = &copies[c->type & BTRFS_BLOCK_GROUP_RAID56_MASK ? 0 : mirror % n];
+		if (cp->disk >= 0) {
+			int r = sim_write(fs->vol, (unsigned)cp->disk, cp->physical, in, run, 0);
+			if (r) {
+				ref_log(fs, "repairing logical %llu on disk %d failed: %s",
+					(unsigned long long)logical, cp->disk, sim_volume_error(fs->vol));
+				return 0; /* the read itself succeeded: not its error */
+			}
+			fs->rewritten++;
 		}
 		in += run;
 		logical += run;

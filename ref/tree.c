@@ -258,6 +258,7 @@ static int load_block(ref_fs *fs, uint64_t bytenr, const struct block_expect *e,
 	int r = -EIO;
 	char first_err[sizeof(fs->err)] = "", why_buf[sizeof(fs->err)];
 	int bad_copy = -1;
+	unsigned bad_mask = 0; /* copies that read but were wrong, or failed to read */
 	for (int m = 0; m < copies; m++) {
 		const char *why = NULL;
 		r = ref_read_logical(fs, bytenr, b->data, fs->nodesize, m);
@@ -275,10 +276,14 @@ static int load_block(ref_fs *fs, uint64_t bytenr, const struct block_expect *e,
 				ref_log(fs, "tree block %llu: copy %d bad (%s), served from copy %d",
 					(unsigned long long)bytenr, bad_copy, first_err, m);
 			}
+			for (int w = 0; w < m; w++)
+				if (bad_mask >> w & 1)
+					io_rewrite_copy(fs, bytenr, b->data, fs->nodesize, w);
 			break;
 		}
 		if (r == -ENODEV)
 			continue; /* a missing device: degraded, not damaged */
+		bad_mask |= 1u << m;
 		if (bad_copy < 0) {
 			bad_copy = m;
 			snprintf(first_err, sizeof(first_err), "%s", why ? why : fs->err);
