@@ -8,9 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-/* Fills csums (n * csum_size bytes) for the sectors from `logical`; have[i]
- * tells whether sector i has a checksum in the csum tree. */
-static int csum_lookup(ref_fs *fs, uint64_t logical, size_t n, uint8_t *csums, bool *have)
+int data_csums(ref_fs *fs, uint64_t logical, size_t n, uint8_t *csums, bool *have)
 {
 	memset(have, 0, n * sizeof(*have));
 	struct ref_root root;
@@ -54,7 +52,7 @@ static int csum_lookup(ref_fs *fs, uint64_t logical, size_t n, uint8_t *csums, b
 	return r < 0 ? r : 0;
 }
 
-static bool sector_ok(ref_fs *fs, const uint8_t *p, const uint8_t *want)
+bool data_sector_ok(ref_fs *fs, const uint8_t *p, const uint8_t *want)
 {
 	uint8_t c[BTRFS_CSUM_BYTES];
 	ref_csum(fs->csum_type, p, fs->sectorsize, c);
@@ -66,19 +64,19 @@ static int verify_sectors(ref_fs *fs, uint64_t logical, uint8_t *buf, size_t n)
 {
 	uint8_t *csums = malloc(n * fs->csum_size + 1);
 	bool *have = malloc(n * sizeof(*have) + 1);
-	int r = csums && have ? csum_lookup(fs, logical, n, csums, have)
+	int r = csums && have ? data_csums(fs, logical, n, csums, have)
 			      : ref_fail(fs, ENOMEM, "out of memory");
 	uint32_t ss = fs->sectorsize;
 	for (size_t i = 0; !r && i < n; i++) {
 		uint8_t *p = buf + i * ss;
 		const uint8_t *want = csums + i * fs->csum_size;
-		if (!have[i] || sector_ok(fs, p, want))
+		if (!have[i] || data_sector_ok(fs, p, want))
 			continue;
 		fs->csum_errors++;
 		uint64_t at = logical + i * ss;
 		int copies = ref_num_copies(fs, at), good = -1;
 		for (int m = 1; m < copies && good < 0; m++)
-			if (ref_read_logical(fs, at, p, ss, m) == 0 && sector_ok(fs, p, want))
+			if (ref_read_logical(fs, at, p, ss, m) == 0 && data_sector_ok(fs, p, want))
 				good = m;
 		if (good < 0) {
 			r = ref_fail(fs, EIO, "data at logical %llu: checksum mismatch on %s",

@@ -111,6 +111,11 @@ int io_rewrite_copy(ref_fs *fs, uint64_t logical, const void *buf, size_t len, i
 
 /* data.c: reads of data extents with checksum verification and repair. */
 int data_read(ref_fs *fs, uint64_t logical, void *buf, size_t len, bool nodatasum);
+/* Fills csums (n * csum_size bytes) for the n sectors from `logical`; have[i]
+ * tells whether sector i has a checksum in the csum tree. */
+int data_csums(ref_fs *fs, uint64_t logical, size_t n, uint8_t *csums, bool *have);
+/* Whether a sector's bytes have checksum `want`. */
+bool data_sector_ok(ref_fs *fs, const uint8_t *p, const uint8_t *want);
 
 /* raid56.c: copy `mirror` (1: from P, 2: from Q) of a RAID5/6 data range
  * that stays inside one stripe unit, rebuilt from the rest of its row. */

@@ -206,6 +206,33 @@ void ref_read_stats(const ref_fs *fs, uint64_t *repaired, uint64_t *csum_errors)
  * file system mounted for writing, as the kernel repairs). */
 uint64_t ref_read_rewritten(const ref_fs *fs);
 
+/* ---- Scrub (scrub.c) ---- */
+
+/* What a scrub found on one device, with btrfs scrub's counters (`btrfs scrub
+ * status -R`); errors count sectors.  parity_errors is ref's own: sectors of
+ * a RAID5/6 P or Q on this device that disagreed with their row's data (the
+ * kernel rewrites them without counting). */
+struct ref_scrub_dev {
+	uint64_t devid;
+	int disk;     /* sim disk index, -1 when missing */
+	bool missing; /* nothing read from it */
+	uint64_t data_extents_scrubbed, tree_extents_scrubbed;
+	uint64_t data_bytes_scrubbed, tree_bytes_scrubbed;
+	uint64_t read_errors, csum_errors, verify_errors, no_csum, super_errors, parity_errors;
+	uint64_t corrected_errors, uncorrectable_errors, unverified_errors;
+	uint64_t last_physical;
+};
+
+/* Reads every copy of every allocated tree block and data sector (for
+ * RAID5/6 each data column, then each row's parity against its data) and of
+ * every superblock; a bad copy (read error, checksum, a tree block's header
+ * or generation) is rewritten from a good one unless `readonly` or the file
+ * system is not mounted for writing (then nothing is written; errors are
+ * counted all the same).  devs gets one entry per device of the volume
+ * (*ndevs of them, at most SIM_MAX_DISKS).  A mounted file system's running
+ * transaction is committed first.  0 or -errno. */
+int ref_scrub(ref_fs *fs, bool readonly, struct ref_scrub_dev *devs, size_t *ndevs);
+
 /* ---- Quota groups (qgroup.c) ---- */
 
 /* One level-0 quota group: a subvolume's referenced and exclusive bytes (data
