@@ -172,6 +172,8 @@ static int settle_round(ref_fs *fs, bool *work)
 			*work = true;
 		}
 	}
+	if (!r)
+		r = devstats_settle(fs, work);
 	/* Quota groups last: they count the extents whose references the
 	 * round's delayed refs changed (qgroup.h). */
 	return r ? r : qg_settle(fs, work);
@@ -308,6 +310,8 @@ int rw_commit(ref_fs *fs)
 			break;
 		}
 		e = sim_flush(fs->vol, (unsigned)fs->devs[d].disk);
+		if (e)
+			devstats_inc(fs, fs->devs[d].disk, BTRFS_DEV_STAT_FLUSH_ERRS);
 		if (e)
 			r = ref_fail(fs, -e, "flushing device %llu: %s",
 				     (unsigned long long)fs->devs[d].devid, sim_volume_error(fs->vol));

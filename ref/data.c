@@ -74,10 +74,16 @@ static int verify_sectors(ref_fs *fs, uint64_t logical, uint8_t *buf, size_t n)
 			continue;
 		fs->csum_errors++;
 		uint64_t at = logical + i * ss;
+		devstats_inc(fs, io_copy_disk(fs, at, 0), BTRFS_DEV_STAT_CORRUPTION_ERRS);
 		int copies = ref_num_copies(fs, at), good = -1;
-		for (int m = 1; m < copies && good < 0; m++)
-			if (ref_read_logical(fs, at, p, ss, m) == 0 && data_sector_ok(fs, p, want))
+		for (int m = 1; m < copies && good < 0; m++) {
+			if (ref_read_logical(fs, at, p, ss, m) != 0)
+				continue;
+			if (data_sector_ok(fs, p, want))
 				good = m;
+			else
+				devstats_inc(fs, io_copy_disk(fs, at, m), BTRFS_DEV_STAT_CORRUPTION_ERRS);
+		}
 		if (good < 0) {
 			r = ref_fail(fs, EIO, "data at logical %llu: checksum mismatch on %s",
 				     (unsigned long long)at,

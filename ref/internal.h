@@ -13,6 +13,8 @@ struct ref_dev {
 	uint64_t devid;
 	int disk; /* sim disk index, -1 when missing */
 	uint8_t uuid[BTRFS_UUID_SIZE];
+	uint64_t stats[BTRFS_DEV_STAT_VALUES_MAX]; /* devstats.c */
+	bool stats_dirty;                          /* changed since the last commit */
 };
 
 struct ref_stripe {
@@ -108,6 +110,15 @@ int ref_write_logical(ref_fs *fs, uint64_t logical, const void *buf, size_t len)
  * RAID5/6, over the data column), when mounted for writing and not failed;
  * a failed repair write is logged, not returned (the read succeeded). */
 int io_rewrite_copy(ref_fs *fs, uint64_t logical, const void *buf, size_t len, int mirror);
+
+/* devstats.c: counts an error (BTRFS_DEV_STAT_*) on the device of a sim
+ * disk (nothing for a disk that is no device); loads the counters from the
+ * dev tree (errors there logged, not returned). */
+void devstats_inc(ref_fs *fs, int disk, int which);
+void devstats_load(ref_fs *fs);
+/* io.c: the sim disk of copy `mirror` of logical, -1 when it is missing or
+ * rebuilt from parity. */
+int io_copy_disk(ref_fs *fs, uint64_t logical, int mirror);
 
 /* data.c: reads of data extents with checksum verification and repair. */
 int data_read(ref_fs *fs, uint64_t logical, void *buf, size_t len, bool nodatasum);

@@ -16,6 +16,8 @@ static int read_physical(ref_fs *fs, int disk, uint64_t physical, uint8_t *buf, 
 	uint32_t ss = sim_disk_sector_size(fs->vol, (unsigned)disk);
 	if (physical % ss == 0 && len % ss == 0) {
 		int r = sim_read(fs->vol, (unsigned)disk, physical, buf, len);
+		if (r)
+			devstats_inc(fs, disk, BTRFS_DEV_STAT_READ_ERRS);
 		return r ? ref_fail(fs, -r, "%s", sim_volume_error(fs->vol)) : 0;
 	}
 	uint64_t start = physical - physical % ss;
@@ -24,8 +26,10 @@ static int read_physical(ref_fs *fs, int disk, uint64_t physical, uint8_t *buf, 
 	if (!tmp)
 		return ref_fail(fs, ENOMEM, "out of memory");
 	int r = sim_read(fs->vol, (unsigned)disk, start, tmp, end - start);
-	if (r)
+	if (r) {
+		devstats_inc(fs, disk, BTRFS_DEV_STAT_READ_ERRS);
 		r = ref_fail(fs, -r, "%s", sim_volume_error(fs->vol));
+	}
 	else
 		memcpy(buf, tmp + (physical - start), len);
 	free(tmp);
@@ -121,9 +125,11 @@ int ref_write_logical(ref_fs *fs, uint64_t logical, const void *buf, size_t len)
 						(unsigned long long)logical, copies[i].disk,
 						FP_REF_IO_WRITE);
 			int r = sim_write(fs->vol, (unsigned)copies[i].disk, copies[i].physical, in, run, 0);
-			if (r)
+			if (r) {
+				devstats_inc(fs, copies[i].disk, BTRFS_DEV_STAT_WRITE_ERRS);
 				return ref_fail(fs, -r, "writing %llu: %s", (unsigned long long)logical,
 						sim_volume_error(fs->vol));
+			}
 		}
 		in += run;
 		logical += run;
@@ -161,6 +167,15 @@ int io_rewrite_copy(ref_fs *fs, uint64_t logical, const void *buf, size_t len, i
 		len -= run;
 	}
 	return 0;
+}
+
+int io_copy_disk(ref_fs *fs, uint64_t logical, int mirror)
+{
+	const struct ref_chunk *c = chunk_find(fs, logical);
+	struct ref_copy copies[REF_MAX_COPIES];
+	uint64_t run;
+	int n = c ? chunk_map(c, logical, 1, copies, &run) : 0;
+	return n > 0 && copies[mirror % n].disk >= 0 ? copies[mirror % n].disk : -1;
 }
 
 int ref_num_copies(ref_fs *fs, uint64_t logical)

@@ -275,6 +275,8 @@ int ref_open(sim_volume *vol, const struct ref_open_opts *opts, ref_fs **out, ch
 		r = check_missing(fs);
 	if (!r)
 		r = open_root_tree(fs);
+	if (!r)
+		devstats_load(fs);
 	if (r) {
 		snprintf(err, errlen, "%s", fs->err);
 		ref_close(fs);

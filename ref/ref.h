@@ -206,6 +206,19 @@ void ref_read_stats(const ref_fs *fs, uint64_t *repaired, uint64_t *csum_errors)
  * file system mounted for writing, as the kernel repairs). */
 uint64_t ref_read_rewritten(const ref_fs *fs);
 
+/* ---- Device stats (devstats.c) ---- */
+
+/* A present device's error counters, indexed by BTRFS_DEV_STAT_WRITE_ERRS,
+ * _READ_ERRS, _FLUSH_ERRS, _CORRUPTION_ERRS, _GENERATION_ERRS
+ * (<linux/btrfs.h>): those of the dev tree at open plus what this open has
+ * met since (`btrfs device stats`). */
+struct ref_dev_stats {
+	uint64_t devid;
+	int disk;
+	uint64_t values[BTRFS_DEV_STAT_VALUES_MAX];
+};
+int ref_dev_stats(ref_fs *fs, struct ref_dev_stats *out, size_t max, size_t *n);
+
 /* ---- Scrub (scrub.c) ---- */
 
 /* What a scrub found on one device, with btrfs scrub's counters (`btrfs scrub

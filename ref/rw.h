@@ -97,6 +97,9 @@ struct rw_dev {
 	struct btrfs_dev_item item; /* as in the chunk tree (bytes_used kept current) */
 };
 
+/* devstats.c: changed counters into the dev tree (a commit's settle round). */
+int devstats_settle(ref_fs *fs, bool *work);
+
 /* ---- Delayed references (delayed.c) ---- */
 
 /* One back reference and the change of its count.  Keyed (implicit) refs

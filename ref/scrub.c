@@ -259,8 +259,11 @@ static int scrub_run(struct scrub *s, const struct ref_chunk *c, const struct ex
 			if (v == OK || v == 0xff)
 				continue;
 			struct ref_scrub_dev *d = dev_of(s, copies[m].disk);
-			for (size_t j = 0; j < step; j++)
+			for (size_t j = 0; j < step; j++) {
 				count_error(d, v);
+				devstats_inc(fs, copies[m].disk, v == BAD_READ ? BTRFS_DEV_STAT_READ_ERRS
+									 : BTRFS_DEV_STAT_CORRUPTION_ERRS);
+			}
 			if (from < 0) {
 				d->uncorrectable_errors += step;
 				continue;

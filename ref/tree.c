@@ -266,9 +266,15 @@ static int load_block(ref_fs *fs, uint64_t bytenr, const struct block_expect *e,
 			why = "checksum mismatch";
 			r = -EIO;
 			fs->csum_errors++;
+			devstats_inc(fs, io_copy_disk(fs, bytenr, m), BTRFS_DEV_STAT_CORRUPTION_ERRS);
 		} else if (r == 0 && ((why = block_invalid(fs, b->data, bytenr)) ||
 				      (why = block_unexpected(b->data, e, why_buf, sizeof(why_buf))))) {
 			r = -EUCLEAN;
+			/* (A copy of another generation than its parent records is the
+			 * kernel's generation error; any other flaw a corruption.) */
+			bool gen = e && e->gen && LE64(((const struct btrfs_header_disk *)b->data)->generation) != e->gen;
+			devstats_inc(fs, io_copy_disk(fs, bytenr, m),
+				     gen ? BTRFS_DEV_STAT_GENERATION_ERRS : BTRFS_DEV_STAT_CORRUPTION_ERRS);
 		}
 		if (r == 0) {
 			if (bad_copy >= 0) {

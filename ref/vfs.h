@@ -94,6 +94,9 @@ int ref_subvol_sync(ref_fs *fs);
 /* Makes subvolume id (0: the top level) the default (btrfs subvolume set-default). */
 int ref_subvol_set_default(ref_fs *fs, uint64_t id);
 
+/* Sets every device's error counters to 0 and commits (btrfs device stats -z). */
+int ref_dev_stats_reset(ref_fs *fs);
+
 /* ---- Quota groups (qgroup.c); each call commits before it returns ---- */
 
 /* Enables quota groups (btrfs quota enable): the quota tree, a level-0 group

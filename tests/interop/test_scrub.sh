@@ -7,7 +7,8 @@
 # -R -r` on one and `btrsim scrub -r -d -R` on the other must count the same,
 # device by device: extents and bytes scrubbed, read, csum and verify errors,
 # corrected and uncorrectable.  Then `btrsim scrub` mends the damage, a second
-# scrub finds nothing, and btrfs check and the kernel's scrub agree.
+# scrub finds nothing, and btrfs check and the kernel's scrub agree; the
+# kernel's `btrfs device stats` shows the error counters ref's scrub kept.
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib.sh"
 
@@ -138,6 +139,22 @@ for cfg in "1 dup dup" "2 raid1 raid1" "4 raid10 raid10" "3 raid5 raid1" "4 raid
 		set -- $DEVS
 		btrfs check --readonly "$1" >"$T/progs.log" 2>&1 ||
 			fail "btrfs check: $(grep -m2 -iE 'error|mismatch' "$T/progs.log" | tr '\n' '|')"
+		detach_all
+		# The counters ref's scrub kept in the dev tree, as the kernel reads them.
+		# shellcheck disable=SC2086
+		"$BTRSIM" device stats $IMGS | sed 's/^\[[^]]*\]//' >"$T/ref.stats"
+		grep -q 'corruption_errs  [1-9]' "$T/ref.stats" || fail "ref's device stats: no corruption counted"
+		DEVS=""
+		for img in $IMGS; do attach "$img" && DEVS="$DEVS $LOOP"; done
+		# shellcheck disable=SC2086
+		if mount_dev "$T/mnt" ro $DEVS 2>"$T/mount.err"; then
+			btrfs device stats "$T/mnt" | sed 's/^\[[^]]*\]//' >"$T/kernel.stats"
+			unmount "$T/mnt"
+			same_stats=$(diff "$T/kernel.stats" "$T/ref.stats" | grep '^[<>]' | head -4 | tr '\n' '|')
+			[ -z "$same_stats" ] || fail "device stats differ (kernel < > ref): $same_stats"
+		else
+			fail "mount: $(head -c 200 "$T/mount.err")"
+		fi
 		detach_all
 		# shellcheck disable=SC2086
 		kscrub "$T/kernel.out" $IMGS

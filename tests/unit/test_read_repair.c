@@ -4,7 +4,7 @@
  * copy, as the kernel's read repair does: tree blocks (DUP), data (RAID1,
  * a checksum mismatch and a latent sector error), and RAID5 data rebuilt
  * from parity (the data column rewritten).  Opened read-only, nothing is
- * written.
+ * written.  The errors are counted per device in the dev tree (devstats.c).
  */
 #include "testutil.h"
 #include "wrutil.h"
@@ -171,6 +171,24 @@ static void data_raid1(bool latent)
 	cr_assert_eq(memcmp(b0, b1, FILE_LEN), 0, "copy 0 not rewritten from copy 1");
 	free(b0);
 	free(b1);
+	/* The error was counted on copy 0's device, in the dev tree: a later
+	 * open sees it (read_errs for the latent sector, corruption_errs for
+	 * the bad checksum), and nothing on the other device. */
+	fs = open_ro(vol);
+	struct ref_dev_stats st[4];
+	size_t n;
+	WU_OK(fs, ref_dev_stats(fs, st, 4, &n));
+	cr_assert_eq(n, 2);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t want_read = st[i].disk == c0.disk && latent;
+		uint64_t want_corrupt = st[i].disk == c0.disk && !latent ? 2 : 0; /* 8 KiB scribbled */
+		cr_assert_eq(st[i].values[BTRFS_DEV_STAT_READ_ERRS], want_read, "disk %d read_errs %llu",
+			     st[i].disk, (unsigned long long)st[i].values[BTRFS_DEV_STAT_READ_ERRS]);
+		cr_assert_eq(st[i].values[BTRFS_DEV_STAT_CORRUPTION_ERRS], want_corrupt,
+			     "disk %d corruption_errs %llu", st[i].disk,
+			     (unsigned long long)st[i].values[BTRFS_DEV_STAT_CORRUPTION_ERRS]);
+	}
+	ref_close(fs);
 	sim_volume_close(vol);
 }
 

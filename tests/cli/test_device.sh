@@ -1,0 +1,65 @@
+#!/bin/sh
+# btrsim device stats: usage errors (exit 2), the layout of btrfs device stats
+# (devid order), zeros on a new volume, a data copy scribbled then met by a
+# scrub mounted for writing (corruption_errs 1 on that image, kept across
+# opens; -c exits 64), a read-only read counts nothing that lasts, -z resets
+# (printing the old values first).
+. "$(dirname "$0")/lib.sh"
+
+run no-command 2 "$BTRSIM" device
+err_has '^btrsim device: needs a COMMAND'; done_check
+run unknown-command 2 "$BTRSIM" device explode "$T/x.img"
+err_has "^btrsim device: unknown command 'explode'"; done_check
+run help 0 "$BTRSIM" device --help
+out_has '^usage: btrsim device stats \[-z\] \[-c\] IMG\.\.\.'; done_check
+run no-image 2 "$BTRSIM" device stats
+err_has '^btrsim device: stats: needs at least one image'; done_check
+run bad-option 2 "$BTRSIM" device stats -q "$T/x.img"
+err_has "unknown option '-q'"; done_check
+run missing-image 1 "$BTRSIM" device stats "$T/none.img"
+err_has '^btrsim device: '; done_check
+
+A=$T/a.img
+B=$T/b.img
+truncate -s 256M "$A" "$B"
+head -c 300000 /dev/urandom >"$T/f"
+{ "$BTRSIM" mkfs -d raid1 -m raid1 --seed 4 "$A" "$B" && "$BTRSIM" put "$A" "$B" "$T/f" /f; } >/dev/null ||
+	{ echo "FAIL setup"; exit 0; }
+
+zeros() {
+	for i in "$A" "$B"; do
+		for k in "write_io_errs    " "read_io_errs     " "flush_io_errs    " "corruption_errs  " "generation_errs  "; do
+			echo "[$i].${k}0"
+		done
+	done
+}
+zeros >"$T/want"
+run fresh 0 "$BTRSIM" device stats -c "$B" "$A"
+cmp -s "$OUT" "$T/want" || fail "stdout differs: $(diff "$T/want" "$OUT" | head -c 400)"
+done_check
+
+L=$("$BTRSIM" dump-tree -t 5 "$A" "$B" | awk '/extent data disk byte/ { print $5; exit }')
+# shellcheck disable=SC2046
+set -- $("$BTRSIM" map "$A" "$B" "$L" | awk '/^copy 0:/ { print $3, $5 }')
+head -c 4096 /dev/urandom | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
+BADIMG=$1
+
+run read-only-read 0 "$BTRSIM" cat "$A" "$B" /f
+cmp -s "$OUT" "$T/f" || fail "/f reads back different"
+done_check
+run read-only-counts-nothing-lasting 0 "$BTRSIM" device stats -c "$A" "$B"
+done_check
+
+run scrub 0 "$BTRSIM" scrub "$A" "$B"
+done_check
+run counted 64 "$BTRSIM" device stats -c "$A" "$B"
+out_has "^\[$BADIMG\]\.corruption_errs  1$"
+[ "$(grep -c ' 0$' "$OUT")" -eq 9 ] || fail "other counters: $(grep -v ' 0$' "$OUT" | tr '\n' '|')"
+done_check
+run reset 0 "$BTRSIM" device stats -z "$A" "$B"
+out_has "^\[$BADIMG\]\.corruption_errs  1$"; done_check
+run after-reset 0 "$BTRSIM" device stats -c "$A" "$B"
+cmp -s "$OUT" "$T/want" || fail "not zero after -z: $(grep -v ' 0$' "$OUT" | tr '\n' '|')"
+done_check
+run check 0 "$BTRSIM" check "$A" "$B"
+done_check
