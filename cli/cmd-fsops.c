@@ -22,12 +22,18 @@
 
 int cli_mount(const struct cli_cmd *cmd, char **imgs, int n, struct cli_mount *m)
 {
+	return cli_mount_degraded(cmd, imgs, n, false, m);
+}
+
+int cli_mount_degraded(const struct cli_cmd *cmd, char **imgs, int n, bool degraded,
+		       struct cli_mount *m)
+{
 	*m = (struct cli_mount){ .cmd = cmd };
 	int rc = cli_open_volume(cmd, imgs, n, true, &m->vol);
 	if (rc)
 		return rc;
 	struct ref_mount_opts mo = {
-		.open = { .super_mirror = -1, .log = stderr },
+		.open = { .super_mirror = -1, .log = stderr, .degraded = degraded },
 		.clock_start = (uint64_t)time(NULL),
 	};
 	char err[256], es[96];

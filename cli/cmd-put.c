@@ -34,6 +34,7 @@ static const char usage_text[] =
 	"xattrs.  Fifos, sockets and device nodes are reported and skipped.\n"
 	"\n"
 	"  -v, --verbose   print each path as it is copied\n"
+	"      --degraded  mount with devices missing (writes go to the copies left)\n"
 	"  -h, --help      show this help\n"
 	"\n"
 	"Each file system operation is atomic and the whole copy is committed at the\n"
@@ -420,16 +421,19 @@ static int cmd_put(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "degraded", no_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct put p = { 0 };
+	bool degraded = false;
 	int c;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'v': p.verbose = true; break;
+		case 'D': degraded = true; break;
 		case 'h': return cli_help(&cli_cmd_put);
 		default: return cli_usage_error(&cli_cmd_put, "unknown option '%s'", argv[optind - 1]);
 		}
@@ -451,7 +455,7 @@ static int cmd_put(int argc, char **argv)
 		return cli_fail(&cli_cmd_put, "%s: ENOTDIR (Not a directory)", src);
 	}
 	struct cli_mount m;
-	int rc = cli_mount(&cli_cmd_put, argv + optind, argc - optind - 2, &m);
+	int rc = cli_mount_degraded(&cli_cmd_put, argv + optind, argc - optind - 2, degraded, &m);
 	if (rc) {
 		free(name_buf);
 		return rc;

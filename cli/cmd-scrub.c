@@ -21,8 +21,8 @@ static const char usage_text[] =
 	"  -r, --readonly   report only: nothing is rewritten\n"
 	"  -d               the summary per device (default: for the whole volume)\n"
 	"  -R               the raw counters ('btrfs scrub status -R') too\n"
-	"      --degraded   scrub with devices missing (read-only: writing with a\n"
-	"                   device missing is not implemented)\n"
+	"      --degraded   scrub with devices missing (mounted degraded: what is left\n"
+	"                   is mended where the profile allows)\n"
 	"  -h, --help       show this help\n"
 	"\n"
 	"Errors count sectors.  parity= (RAID5/6 P or Q sectors that disagreed with\n"
@@ -137,19 +137,19 @@ static int cmd_scrub(int argc, char **argv)
 		return cli_usage_error(&cli_cmd_scrub, "needs at least one image");
 	struct cli_mount m = { .cmd = &cli_cmd_scrub };
 	int rc;
-	if (readonly || degraded) {
+	if (readonly) {
 		struct ref_open_opts oo = { .super_mirror = -1, .log = stderr, .degraded = degraded };
 		rc = cli_open_fs(&cli_cmd_scrub, imgs, nimg, &oo, &m.vol, &m.fs);
 	} else {
-		rc = cli_mount(&cli_cmd_scrub, imgs, nimg, &m);
+		rc = cli_mount_degraded(&cli_cmd_scrub, imgs, nimg, degraded, &m);
 	}
 	if (rc)
 		return rc;
 	struct ref_scrub_dev devs[SIM_MAX_DISKS];
 	size_t ndevs = 0;
-	int r = ref_scrub(m.fs, readonly || degraded, devs, &ndevs);
+	int r = ref_scrub(m.fs, readonly, devs, &ndevs);
 	if (r) {
-		if (readonly || degraded) {
+		if (readonly) {
 			cli_fail(&cli_cmd_scrub, "%s", ref_error(m.fs));
 			ref_close(m.fs);
 			sim_volume_close(m.vol);
@@ -170,13 +170,11 @@ static int cmd_scrub(int argc, char **argv)
 	if (!per_dev)
 		print_summary(&total, raw);
 	bool left = total.uncorrectable_errors;
-	if (degraded && !readonly)
-		fprintf(stderr, "btrsim scrub: degraded: read-only scrub, nothing rewritten\n");
 	if (left)
 		fprintf(stderr, "btrsim scrub: ERROR: there are uncorrectable errors\n");
 	else if (errors_of(&total))
 		fprintf(stderr, "btrsim scrub: WARNING: errors detected during scrubbing, corrected\n");
-	if (readonly || degraded) {
+	if (readonly) {
 		ref_close(m.fs);
 		sim_volume_close(m.vol);
 		rc = 0;

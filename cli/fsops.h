@@ -19,6 +19,9 @@ struct cli_mount {
  * it (timestamps from the current time).  Returns 0, or the exit status after
  * saying why (1; 2 for bad usage). */
 int cli_mount(const struct cli_cmd *cmd, char **imgs, int n, struct cli_mount *m);
+/* The same, mounting degraded (devices missing) when asked. */
+int cli_mount_degraded(const struct cli_cmd *cmd, char **imgs, int n, bool degraded,
+		       struct cli_mount *m);
 
 /* The subvolume whose root directory PATH is: 0, -EINVAL when PATH is not a
  * subvolume's root, or the lookup's errno. */

@@ -158,7 +158,10 @@ static int load_devs(ref_fs *fs)
 		}
 		struct rw_dev *dev = &rw->devs[rw->ndevs++];
 		*dev = (struct rw_dev){ LE64(di->devid), LE64(di->total_bytes), LE64(di->bytes_used),
-					false, *di };
+					false, *di, true };
+		for (size_t i = 0; i < fs->ndevs; i++)
+			if (fs->devs[i].devid == dev->devid)
+				dev->missing = false;
 		r = ref_next(fs, &p);
 	}
 	if (r < 0)

@@ -76,6 +76,19 @@ const char *chunk_item_invalid(const ref_fs *fs, uint64_t logical, const struct 
 }
 
 /* Bytes a chunk of `len` logical bytes occupies on each of its n stripes. */
+unsigned chunk_tolerated_failures(uint64_t type)
+{
+	switch (type & BTRFS_BLOCK_GROUP_PROFILE_MASK) {
+	case BTRFS_BLOCK_GROUP_RAID1:
+	case BTRFS_BLOCK_GROUP_RAID10:
+	case BTRFS_BLOCK_GROUP_RAID5: return 1;
+	case BTRFS_BLOCK_GROUP_RAID1C3:
+	case BTRFS_BLOCK_GROUP_RAID6: return 2;
+	case BTRFS_BLOCK_GROUP_RAID1C4: return 3;
+	default: return 0; /* single, DUP, RAID0 */
+	}
+}
+
 uint64_t chunk_stripe_bytes(uint64_t type, uint64_t len, unsigned n)
 {
 	switch (type & BTRFS_BLOCK_GROUP_PROFILE_MASK) {

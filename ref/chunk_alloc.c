@@ -174,6 +174,8 @@ static int place(ref_fs *fs, const struct prof_rule *ru, uint64_t stripe_cap, ui
 		return ref_fail(fs, ENOMEM, "out of memory");
 	for (size_t i = 0; i < rw->ndevs && !r; i++) {
 		sp[i].dev = &rw->devs[i];
+		if (rw->devs[i].missing)
+			continue; /* no room on a device that is not there */
 		r = dev_used(fs, rw->devs[i].devid, rw->devs[i].total_bytes, &sp[i].used);
 		holes(&sp[i].used, rw->devs[i].total_bytes, dup ? 2 * stripe_cap : stripe_cap,
 		      &sp[i].best, &sp[i].best_len, &sp[i].fit);
@@ -244,6 +246,19 @@ int alloc_chunk(ref_fs *fs, uint64_t type)
 	if (!ru)
 		return ref_fail(fs, ENOSPC, "no space left, and allocating %s chunks is not implemented",
 				profile == UINT64_MAX ? "new kinds of" : ref_profile_name(profile));
+	/* Degraded with too few devices left for the profile: single chunks,
+	 * as the kernel's btrfs_reduce_alloc_profile (counting the devices it
+	 * can write) falls back to. */
+	size_t present = 0;
+	for (size_t i = 0; i < rw->ndevs; i++)
+		present += !rw->devs[i].missing;
+	if (present < (size_t)ru->devs_min) {
+		ref_log(fs, "degraded: %zu device%s left, new %s chunks are single, not %s", present,
+			present == 1 ? "" : "s", type == BTRFS_BLOCK_GROUP_DATA ? "data" : "metadata",
+			ref_profile_name(profile));
+		profile = 0;
+		ru = rule_of(0);
+	}
 	/* The kernel's sizes: a stripe of at most 1 GiB of data, 32 MiB of
 	 * system, 256 MiB of metadata (1 GiB past 50 GiB); a chunk of at most
 	 * 10 GiB of data, two system stripes, one metadata stripe; and no chunk

@@ -84,6 +84,9 @@ const char *ref_super_fields_invalid(const struct btrfs_super_disk *sb);
 int chunk_add(ref_fs *fs, uint64_t logical, const struct btrfs_chunk *c, uint32_t item_size);
 const struct ref_chunk *chunk_find(const ref_fs *fs, uint64_t logical);
 uint64_t chunk_stripe_bytes(uint64_t type, uint64_t len, unsigned n);
+/* How many stripes a chunk of this type may lose and still be written (the
+ * kernel's btrfs_raid_array tolerated_failures). */
+unsigned chunk_tolerated_failures(uint64_t type);
 
 #define REF_MAX_COPIES 4
 #define REF_COPY_REBUILT (-2) /* a RAID5/6 copy rebuilt from parity */
@@ -132,6 +135,10 @@ bool data_sector_ok(ref_fs *fs, const uint8_t *p, const uint8_t *want);
  * that stays inside one stripe unit, rebuilt from the rest of its row. */
 int raid56_rebuild(ref_fs *fs, const struct ref_chunk *c, uint64_t logical, uint8_t *out,
 		   uint64_t len, int mirror);
+/* Solves for the data columns marked unknown (of k) from the known ones and
+ * P and/or Q (len bytes each): 0, -EIO when they do not suffice. */
+int raid56_solve(int k, const bool *data_unknown, bool p_known, bool q_known, uint8_t **data,
+		 uint8_t *p, uint8_t *q, int len);
 /* raid56_write.c: writes len bytes at logical, inside RAID5/6 chunk c (whose
  * stripes name the disks), and the parity of every row touched, recomputed
  * from the row's data (the rest of each column read from disk).  sim_write

@@ -114,11 +114,15 @@ int ref_write_logical(ref_fs *fs, uint64_t logical, const void *buf, size_t len)
 			len -= run;
 			continue;
 		}
-		for (int i = 0; i < n; i++) { /* every copy */
+		int present = 0;
+		for (int i = 0; i < n; i++)
+			present += copies[i].disk >= 0;
+		if (!present)
+			return ref_fail(fs, EIO, "writing %llu: every copy is on a missing device",
+					(unsigned long long)logical);
+		for (int i = 0; i < n; i++) { /* every copy on a present device */
 			if (copies[i].disk < 0)
-				return ref_fail(fs, EIO, "writing %llu: device %llu is missing",
-						(unsigned long long)logical,
-						(unsigned long long)copies[i].devid);
+				continue; /* degraded (the mount checked the chunk tolerates it) */
 			int e = FP_FAIL(FP_REF_IO_WRITE);
 			if (e)
 				return ref_fail(fs, e, "writing %llu to disk %d (fault point %s)",

@@ -155,13 +155,7 @@ static int check_missing(ref_fs *fs)
 		}
 		if (!lost)
 			continue;
-		uint64_t prof = c->type & BTRFS_BLOCK_GROUP_PROFILE_MASK;
-		unsigned tolerated = prof == BTRFS_BLOCK_GROUP_RAID1 || prof == BTRFS_BLOCK_GROUP_DUP ||
-						     prof == BTRFS_BLOCK_GROUP_RAID5 ? 1
-				     : prof == BTRFS_BLOCK_GROUP_RAID1C3 || prof == BTRFS_BLOCK_GROUP_RAID6 ? 2
-				     : prof == BTRFS_BLOCK_GROUP_RAID1C4 ? 3
-				     : prof == BTRFS_BLOCK_GROUP_RAID10 ? 1 : 0;
-		if (lost > tolerated)
+		if (lost > chunk_tolerated_failures(c->type))
 			return ref_fail(fs, EIO,
 					"chunk at logical %llu (%s) has lost %u of %u stripes: data is gone",
 					(unsigned long long)c->logical, ref_profile_name(c->type), lost,

@@ -17,9 +17,8 @@
 
 #define MAX_STRIPES 32
 
-/* Solves for the unknown data stripes (unknown[] of k) given the survivors. */
-static int solve(int k, bool *data_unknown, bool p_known, bool q_known, uint8_t **data, uint8_t *p,
-		 uint8_t *q, int len)
+int raid56_solve(int k, const bool *data_unknown, bool p_known, bool q_known, uint8_t **data,
+		 uint8_t *p, uint8_t *q, int len)
 {
 	/* Rows of the code: e_j for data j, all ones for P, g^j for Q. */
 	unsigned char rows[MAX_STRIPES][MAX_STRIPES], pick[MAX_STRIPES * MAX_STRIPES];
@@ -115,7 +114,7 @@ int raid56_rebuild(ref_fs *fs, const struct ref_chunk *c, uint64_t logical, uint
 	if (nunknown > known_parity)
 		r = ref_fail(fs, EIO, "logical %llu: %d stripes of its row are lost, parity covers %d",
 			     (unsigned long long)logical, nunknown, known_parity);
-	else if (solve(k, unknown, p_known, q_known, bufs, bufs[k], raid6 ? bufs[k + 1] : NULL,
+	else if (raid56_solve(k, unknown, p_known, q_known, bufs, bufs[k], raid6 ? bufs[k + 1] : NULL,
 		       (int)len))
 		r = ref_fail(fs, EIO, "logical %llu: parity equations have no solution",
 			     (unsigned long long)logical);

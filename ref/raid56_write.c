@@ -12,6 +12,10 @@
  * stripe (r + j) % n, P on (r + k) % n, Q on (r + k + 1) % n.  P is ISA-L's
  * xor_gen and Q its pq_gen (g = 2, polynomial 0x11d, as Linux's raid6).
  *
+ * Degraded (a device missing), a column on it that the write does not cover
+ * is rebuilt from the row first, and nothing is written to it: the other
+ * columns and the new parity hold its bytes.
+ *
  * The data and parity writes of a row are not atomic: a power cut between
  * them leaves parity that disagrees with the data (the RAID5/6 write hole,
  * ref/README.md).
@@ -70,22 +74,39 @@ static int write_row(sim_volume *vol, const struct ref_chunk *c, uint64_t row, u
 			return failf(err, errlen, ENOMEM, "out of memory");
 		}
 	uint64_t phys_off = row * sl + lo;
-	for (int j = 0; j < k && !r; j++) {
-		const struct ref_stripe *st = &c->stripes[(row + (uint64_t)j) % (uint64_t)n];
-		/* The new bytes in column j's span [j*sl + lo, j*sl + hi). */
+	/* Which columns the write covers over the span, and which sit on a
+	 * missing device (degraded).  When a column the write does not cover is
+	 * missing, its old bytes are rebuilt from the rest of the row and its
+	 * parity before the new bytes go in. */
+	bool covered[MAX_STRIPES], missing[MAX_STRIPES], rebuild = false;
+	for (int j = 0; j < k; j++) {
 		uint64_t s = j * sl + lo, e = j * sl + hi;
-		uint64_t ns = a > s ? a : s, ne = b < e ? b : e;
-		if (ns < ne && ns == s && ne == e) {
-			memcpy(cols[j], in + (ns - a), len);
+		covered[j] = a <= s && b >= e;
+		missing[j] = c->stripes[(row + (uint64_t)j) % (uint64_t)n].disk < 0;
+		rebuild |= missing[j] && !covered[j];
+	}
+	bool p_known = true, q_known = raid6;
+	for (int j = 0; j < ncols && !r; j++) {
+		const struct ref_stripe *st = &c->stripes[(row + (uint64_t)j) % (uint64_t)n];
+		if (j < k ? missing[j] || (!rebuild && covered[j]) : !rebuild)
 			continue;
-		}
-		if (st->disk < 0)
-			r = failf(err, errlen, EIO, "RAID5/6 row %llu: device %llu is missing",
-				  (unsigned long long)row, (unsigned long long)st->devid);
-		else if ((r = sim_read(vol, (unsigned)st->disk, st->physical + phys_off, cols[j], len)))
+		if (st->disk < 0) { /* P or Q on the missing device */
+			p_known &= j != k;
+			q_known &= j != k + 1;
+		} else if ((r = sim_read(vol, (unsigned)st->disk, st->physical + phys_off, cols[j], len))) {
 			failf(err, errlen, -r, "RAID5/6 row %llu: reading its column %d: %s",
 			      (unsigned long long)row, j, sim_volume_error(vol));
-		else if (ns < ne)
+		}
+	}
+	if (!r && rebuild &&
+	    raid56_solve(k, missing, p_known, q_known, cols, cols[k], raid6 ? cols[k + 1] : NULL, (int)len))
+		r = failf(err, errlen, EIO, "RAID5/6 row %llu: too many columns missing to rebuild it",
+			  (unsigned long long)row);
+	/* The new bytes over the old. */
+	for (int j = 0; j < k && !r; j++) {
+		uint64_t s = j * sl + lo, e = j * sl + hi;
+		uint64_t ns = a > s ? a : s, ne = b < e ? b : e;
+		if (ns < ne)
 			memcpy(cols[j] + (ns - s), in + (ns - a), (size_t)(ne - ns));
 	}
 	if (!r && raid56_parity(k, raid6, len, cols))
@@ -103,9 +124,8 @@ static int write_row(sim_volume *vol, const struct ref_chunk *c, uint64_t row, u
 			to = ne - s;
 		}
 		if (st->disk < 0)
-			r = failf(err, errlen, EIO, "RAID5/6 row %llu: device %llu is missing",
-				  (unsigned long long)row, (unsigned long long)st->devid);
-		else if ((r = sim_write(vol, (unsigned)st->disk, st->physical + phys_off + from,
+			continue; /* degraded: the others and the parity hold it */
+		if ((r = sim_write(vol, (unsigned)st->disk, st->physical + phys_off + from,
 					cols[j] + from, (size_t)(to - from), flags)))
 			failf(err, errlen, -r, "RAID5/6 row %llu: writing its %s: %s",
 			      (unsigned long long)row, j < k ? "data" : j == k ? "P" : "Q",

@@ -95,6 +95,7 @@ struct rw_dev {
 	uint64_t devid, total_bytes, bytes_used;
 	bool dirty; /* its DEV_ITEM needs writing */
 	struct btrfs_dev_item item; /* as in the chunk tree (bytes_used kept current) */
+	bool missing; /* mounted degraded without it: no new chunk goes there */
 };
 
 /* devstats.c: changed counters into the dev tree (a commit's settle round). */

@@ -425,7 +425,9 @@ Test(cov_img, raid6_degraded_reads)
 	raid56("raid6", 4, 2);
 }
 
-Test(cov_img, degraded_writing_refused)
+/* RAID1 with a disk gone: no mount without degraded; degraded, it mounts
+ * for writing, and what was there and what it wrote read back. */
+Test(cov_img, degraded_writing)
 {
 	sim_volume *vol = tu_open(2, 256ull << 20, 4096, 3);
 	struct ref_mkfs_opts o;
@@ -449,13 +451,14 @@ Test(cov_img, degraded_writing_refused)
 	sim_volume_close(vol);
 	const char *imgs[] = { img };
 	vol = open_imgs(imgs, 1, false);
-	struct ref_mount_opts mo = { .open = { .super_mirror = -1, .degraded = true } };
-	cr_expect_eq(ref_mount(vol, &mo, &fs, err, sizeof(err)), -EROFS);
-	cr_expect(strstr(err, "missing"), "%s", err);
-	mo.open.degraded = false;
+	struct ref_mount_opts mo = { .open = { .super_mirror = -1, .degraded = false } };
 	cr_expect_eq(ref_mount(vol, &mo, &fs, err, sizeof(err)), -ENODEV);
 	cr_expect(strstr(err, "devid 2"), "%s", err);
 	mo.open.degraded = true;
+	cr_assert_eq(ref_mount(vol, &mo, &fs, err, sizeof(err)), 0, "%s", err);
+	WU_OK(fs, ref_create(fs, "/g", 0644));
+	WU_OK(fs, ref_write(fs, "/g", d, 5000, 0));
+	WU_OK(fs, ref_umount(fs));
 	/* the read path takes it degraded, and the data is all there */
 	cr_assert_eq(ref_open(vol, &mo.open, &fs, err, sizeof(err)), 0, "%s", err);
 	struct ref_ino ino;
@@ -463,6 +466,9 @@ Test(cov_img, degraded_writing_refused)
 	uint8_t *got = malloc(100000);
 	cr_expect_eq(ref_pread(fs, &ino, got, 100000, 0), 100000);
 	cr_expect_eq(memcmp(got, d, 100000), 0);
+	WU_OK(fs, ref_lookup_path(fs, "/g", false, &ino));
+	cr_expect_eq(ref_pread(fs, &ino, got, 100000, 0), 5000);
+	cr_expect_eq(memcmp(got, d, 5000), 0);
 	ref_close(fs);
 	free(got);
 	free(d);

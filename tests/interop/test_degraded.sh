@@ -1,0 +1,83 @@
+#!/bin/sh
+# Writing degraded against the kernel: ref makes a volume (RAID1, RAID10,
+# RAID5, RAID6), loses the devices the profile tolerates, and writes on
+# what is left (`btrsim put --degraded`: a file of several rows, the first
+# sharing a row with the file written before, so that RAID5/6 rows are
+# rebuilt and rewritten with a column gone); then btrfs
+# check and btrsim check pass on the devices left, and the kernel, mounting
+# them degraded, reads what ref wrote before and after the loss.
+. "$(dirname "$0")/../cli/lib.sh"
+. "$(dirname "$0")/lib.sh"
+
+command -v btrfs >/dev/null || { skip degraded "btrfs-progs is not installed"; exit 0; }
+LOOP_OK=0
+can_loop_mount && LOOP_OK=1
+
+head -c 2500000 /dev/urandom >"$T/before"
+head -c 3100000 /dev/urandom >"$T/after"
+
+# "N data meta LOST": N images, LOST of them (the last ones) left out.
+for cfg in "2 raid1 raid1 1" "4 raid10 raid10 1" "3 raid5 raid1 1" "4 raid5 raid5 1" "4 raid6 raid6 2"; do
+	set -- $cfg
+	n=$1
+	data=$2
+	meta=$3
+	lost=$4
+	BASE="degraded-$n-$data-$meta"
+	ALL=""
+	LEFT=""
+	k=1
+	while [ $k -le "$n" ]; do
+		img="$T/$data$n-$k.img"
+		rm -f "$img"
+		truncate -s 512M "$img"
+		ALL="$ALL $img"
+		[ $k -le $((n - lost)) ] && LEFT="$LEFT $img"
+		k=$((k + 1))
+	done
+	# shellcheck disable=SC2086
+	run "$BASE-make" 0 "$BTRSIM" mkfs -d "$data" -m "$meta" $ALL
+	# shellcheck disable=SC2086
+	"$BTRSIM" put $ALL "$T/before" /before >/dev/null 2>"$T/err" || fail "put: $(cat "$T/err")"
+	done_check
+
+	# shellcheck disable=SC2086
+	run "$BASE-refused" 1 "$BTRSIM" put $LEFT "$T/after" /after
+	err_has 'missing device'; done_check
+	# shellcheck disable=SC2086
+	run "$BASE-write" 0 "$BTRSIM" put --degraded $LEFT "$T/after" /after
+	done_check
+	# shellcheck disable=SC2086
+	run "$BASE-check" 0 "$BTRSIM" check --degraded $LEFT
+	out_has '^no error found$'; done_check
+	for f in before after; do
+		src="$T/$f"
+		# shellcheck disable=SC2086
+		run "$BASE-read-$f" 0 "$BTRSIM" cat --degraded $LEFT "/$f"
+		cmp -s "$OUT" "$src" || fail "/$f reads back different"
+		done_check
+	done
+
+	if [ "$LOOP_OK" -eq 1 ]; then
+		run "$BASE-kernel" 0 true
+		DEVS=""
+		for img in $LEFT; do attach "$img" && DEVS="$DEVS $LOOP"; done
+		set -- $DEVS
+		btrfs check --readonly "$1" >"$T/progs.log" 2>&1 ||
+			fail "btrfs check: $(grep -m3 -iE 'error|mismatch|missing' "$T/progs.log" | tr '\n' '|')"
+		# shellcheck disable=SC2086
+		if mount_dev "$T/mnt" degraded,ro $DEVS 2>"$T/mount.err"; then
+			cmp -s "$T/mnt/before" "$T/before" || fail "the kernel reads /before wrong"
+			cmp -s "$T/mnt/after" "$T/after" || fail "the kernel reads /after wrong"
+			unmount "$T/mnt" || fail "umount"
+		else
+			fail "the kernel does not mount it degraded: $(head -c 200 "$T/mount.err") $(dmesg | tail -n 3 | tr '\n' '|')"
+		fi
+		detach_all
+		done_check
+	else
+		skip "$BASE-kernel" "$LOOP_WHY"
+	fi
+	# shellcheck disable=SC2086
+	rm -f $ALL
+done
