@@ -123,6 +123,21 @@ void devstats_load(ref_fs *fs);
  * rebuilt from parity. */
 int io_copy_disk(ref_fs *fs, uint64_t logical, int mirror);
 
+/* extent_scan.c: the allocated extents of chunk c in order, from the extent
+ * tree (free *out); and the verdict on one copy of [at, at+len) of extent e
+ * into verdict[] (a sector each; those already marked stay so): EXT_OK, or
+ * for a tree block EXT_BAD_VERIFY on all its sectors (checksum, header, the
+ * extent item's generation), for data EXT_BAD_CSUM per sector whose csum
+ * (csums/have: the extent's, from data_csums) fails. */
+struct ref_extent {
+	uint64_t start, len, gen;
+	bool tree;
+};
+enum { EXT_OK = 0, EXT_BAD_READ, EXT_BAD_CSUM, EXT_BAD_VERIFY };
+int chunk_extents(ref_fs *fs, const struct ref_chunk *c, struct ref_extent **out, size_t *n);
+void extent_verify(ref_fs *fs, const struct ref_extent *e, uint64_t at, const uint8_t *buf,
+		   size_t len, const uint8_t *csums, const bool *have, uint8_t *verdict);
+
 /* data.c: reads of data extents with checksum verification and repair. */
 int data_read(ref_fs *fs, uint64_t logical, void *buf, size_t len, bool nodatasum);
 /* Fills csums (n * csum_size bytes) for the n sectors from `logical`; have[i]

@@ -18,13 +18,6 @@
 #include <errno.h>
 #include <stdlib.h>
 
-enum { OK = 0, BAD_READ, BAD_CSUM, BAD_VERIFY };
-
-struct extent {
-	uint64_t start, len, gen;
-	bool tree;
-};
-
 struct scrub {
 	ref_fs *fs;
 	bool readonly;
@@ -70,61 +63,6 @@ static struct ref_scrub_dev *dev_of(struct scrub *s, int disk)
 	return NULL;
 }
 
-/* The extents of chunk c, in order. */
-static int collect(ref_fs *fs, const struct ref_chunk *c, struct extent **out, size_t *n)
-{
-	*out = NULL;
-	*n = 0;
-	size_t cap = 0;
-	struct ref_root root;
-	int r = ref_find_root(fs, BTRFS_EXTENT_TREE_OBJECTID, &root);
-	if (r)
-		return r;
-	struct ref_key k = { c->logical, 0, 0 };
-	struct ref_path p;
-	r = ref_search(fs, &root, &k, &p);
-	while (r == 0) {
-		const uint8_t *d;
-		uint32_t size;
-		ref_path_item(&p, &k, &d, &size);
-		if (k.objectid >= c->logical + c->length)
-			break;
-		if (k.type == BTRFS_EXTENT_ITEM_KEY || k.type == BTRFS_METADATA_ITEM_KEY) {
-			if (size < sizeof(struct btrfs_extent_item)) {
-				r = ref_fail(fs, EUCLEAN, "extent item %llu is %u bytes",
-					     (unsigned long long)k.objectid, size);
-				break;
-			}
-			const struct btrfs_extent_item *ei = (const void *)d;
-			uint64_t len = k.type == BTRFS_METADATA_ITEM_KEY ? fs->nodesize : k.offset;
-			if (!len || k.objectid + len > c->logical + c->length) {
-				r = ref_fail(fs, EUCLEAN, "extent %llu (%llu bytes) runs past its chunk",
-					     (unsigned long long)k.objectid, (unsigned long long)len);
-				break;
-			}
-			if (*n == cap) {
-				cap = cap ? cap * 2 : 256;
-				void *np = realloc(*out, cap * sizeof(**out));
-				if (!np) {
-					r = ref_fail(fs, ENOMEM, "out of memory");
-					break;
-				}
-				*out = np;
-			}
-			(*out)[(*n)++] = (struct extent){ k.objectid, len, LE64(ei->generation),
-							  !!(LE64(ei->flags) & BTRFS_EXTENT_FLAG_TREE_BLOCK) };
-		}
-		r = ref_next(fs, &p);
-	}
-	ref_path_release(fs, &p);
-	if (r < 0) {
-		free(*out);
-		*out = NULL;
-		return r;
-	}
-	return 0;
-}
-
 /* Reads len bytes of one copy; a failing read is retried sector by sector so
  * that only the unreadable sectors are marked. */
 static void read_copy(struct scrub *s, int disk, uint64_t physical, uint8_t *buf, size_t len,
@@ -135,49 +73,22 @@ static void read_copy(struct scrub *s, int disk, uint64_t physical, uint8_t *buf
 		return;
 	for (size_t o = 0; o < len; o += ss)
 		if (sim_read(s->fs->vol, (unsigned)disk, physical + o, buf + o, ss))
-			verdict[o / ss] = BAD_READ;
-}
-
-/* Verdicts for the sectors of one copy of [at, at+len) of extent e. */
-static void verify(struct scrub *s, const struct extent *e, uint64_t at, const uint8_t *buf,
-		   size_t len, const uint8_t *csums, const bool *have, uint8_t *verdict)
-{
-	ref_fs *fs = s->fs;
-	uint32_t ss = fs->sectorsize;
-	size_t nsec = len / ss;
-	if (e->tree) { /* a whole block: one verdict for all its sectors */
-		/* (The kernel's scrub counts every flaw of a tree block - its
-		 * checksum included - as a verify error.) */
-		uint8_t v = OK;
-		for (size_t i = 0; i < nsec && !v; i++)
-			v = verdict[i];
-		if (!v && (!block_csum_ok(fs, buf) || block_invalid(fs, buf, at) ||
-			   LE64(((const struct btrfs_header_disk *)buf)->generation) != e->gen))
-			v = BAD_VERIFY;
-		memset(verdict, v, nsec);
-		return;
-	}
-	for (size_t i = 0; i < nsec; i++) {
-		size_t idx = (size_t)((at - e->start) / ss) + i;
-		if (!verdict[i] && have[idx] &&
-		    !data_sector_ok(fs, buf + i * ss, csums + idx * fs->csum_size))
-			verdict[i] = BAD_CSUM;
-	}
+			verdict[o / ss] = EXT_BAD_READ;
 }
 
 static void count_error(struct ref_scrub_dev *d, uint8_t v)
 {
-	if (v == BAD_READ)
+	if (v == EXT_BAD_READ)
 		d->read_errors++;
-	else if (v == BAD_CSUM)
+	else if (v == EXT_BAD_CSUM)
 		d->csum_errors++;
-	else if (v == BAD_VERIFY)
+	else if (v == EXT_BAD_VERIFY)
 		d->verify_errors++;
 }
 
 /* One run of an extent (inside one stripe unit): every copy read and judged
  * sector by sector, bad sectors rewritten from a good copy. */
-static int scrub_run(struct scrub *s, const struct ref_chunk *c, const struct extent *e,
+static int scrub_run(struct scrub *s, const struct ref_chunk *c, const struct ref_extent *e,
 		     uint64_t at, uint64_t len, const uint8_t *csums, const bool *have)
 {
 	ref_fs *fs = s->fs;
@@ -204,7 +115,7 @@ static int scrub_run(struct scrub *s, const struct ref_chunk *c, const struct ex
 			continue;
 		}
 		read_copy(s, copies[m].disk, copies[m].physical, buf[m], len, verdict[m]);
-		verify(s, e, at, buf[m], len, csums, have, verdict[m]);
+		extent_verify(s->fs, e, at, buf[m], len, csums, have, verdict[m]);
 		/* As the kernel counts: an extent once per 64 KiB stripe of the
 		 * device it is read from; last_physical the end of that stripe. */
 		uint64_t sl = BTRFS_STRIPE_LEN_DEFAULT, p0 = copies[m].physical;
@@ -232,9 +143,9 @@ static int scrub_run(struct scrub *s, const struct ref_chunk *c, const struct ex
 		int from = -1;
 		bool any_bad = false;
 		for (int m = 0; m < real; m++) {
-			if (verdict[m][i] == OK && from < 0)
+			if (verdict[m][i] == EXT_OK && from < 0)
 				from = m;
-			any_bad |= verdict[m][i] != OK && verdict[m][i] != 0xff;
+			any_bad |= verdict[m][i] != EXT_OK && verdict[m][i] != 0xff;
 		}
 		if (!any_bad)
 			continue;
@@ -245,10 +156,8 @@ static int scrub_run(struct scrub *s, const struct ref_chunk *c, const struct ex
 				uint8_t v[16] = { 0 };
 				if (raid56_rebuild(fs, c, at + i * ss, good, step * ss, mirror))
 					continue;
-				struct extent part = *e;
-				verify(s, &part, at + i * ss, good, step * ss, csums, have, v);
-				/* (verify indexes have[] from the extent's start) */
-				if (v[0] == OK)
+				extent_verify(s->fs, e, at + i * ss, good, step * ss, csums, have, v);
+				if (v[0] == EXT_OK)
 					from = mirror;
 			}
 		}
@@ -256,12 +165,12 @@ static int scrub_run(struct scrub *s, const struct ref_chunk *c, const struct ex
 			break;
 		for (int m = 0; m < real; m++) {
 			uint8_t v = verdict[m][i];
-			if (v == OK || v == 0xff)
+			if (v == EXT_OK || v == 0xff)
 				continue;
 			struct ref_scrub_dev *d = dev_of(s, copies[m].disk);
 			for (size_t j = 0; j < step; j++) {
 				count_error(d, v);
-				devstats_inc(fs, copies[m].disk, v == BAD_READ ? BTRFS_DEV_STAT_READ_ERRS
+				devstats_inc(fs, copies[m].disk, v == EXT_BAD_READ ? BTRFS_DEV_STAT_READ_ERRS
 									 : BTRFS_DEV_STAT_CORRUPTION_ERRS);
 			}
 			if (from < 0) {
@@ -291,7 +200,7 @@ static int scrub_run(struct scrub *s, const struct ref_chunk *c, const struct ex
 	return r;
 }
 
-static int scrub_extent(struct scrub *s, const struct ref_chunk *c, const struct extent *e)
+static int scrub_extent(struct scrub *s, const struct ref_chunk *c, const struct ref_extent *e)
 {
 	ref_fs *fs = s->fs;
 	uint32_t ss = fs->sectorsize;
@@ -326,7 +235,7 @@ static int scrub_extent(struct scrub *s, const struct ref_chunk *c, const struct
 
 /* RAID5/6: rows holding any extent get P (and Q) recomputed from their data
  * columns and compared; a row with a column unread is left unverified. */
-static int scrub_parity(struct scrub *s, const struct ref_chunk *c, const struct extent *ex,
+static int scrub_parity(struct scrub *s, const struct ref_chunk *c, const struct ref_extent *ex,
 			size_t nex)
 {
 	ref_fs *fs = s->fs;
@@ -442,9 +351,9 @@ int ref_scrub(ref_fs *fs, bool readonly, struct ref_scrub_dev *devs, size_t *nde
 	int r = 0;
 	for (size_t i = 0; i < fs->nchunks && !r; i++) {
 		const struct ref_chunk *c = &fs->chunks[i];
-		struct extent *ex;
+		struct ref_extent *ex;
 		size_t nex;
-		if ((r = collect(fs, c, &ex, &nex)))
+		if ((r = chunk_extents(fs, c, &ex, &nex)))
 			break;
 		s.ntainted = 0;
 		for (size_t j = 0; j < nex && !r; j++)
