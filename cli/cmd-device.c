@@ -1,16 +1,24 @@
 /*
  * cmd-device.c - `btrsim device stats`: the per-device error counters kept
  * in the dev tree, in the layout of `btrfs device stats` (btrfs-progs 6.2),
- * with its -z (reset) and -c (exit 64 when any counter is not zero).
+ * with its -z (reset) and -c (exit 64 when any counter is not zero); and
+ * `btrsim device replace`: a device rebuilt onto a new image (btrfs replace
+ * start -B).
  */
 #include "cli/fsops.h"
 #include "cli/image.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const char usage_text[] =
 	"usage: btrsim device stats [-z] [-c] IMG...\n"
+	"       btrsim device replace [-r] [-f] SRC TARGET IMG...\n"
 	"\n"
 	"The error counters of each device of the file system on the images, as\n"
 	"'btrfs device stats' prints them: write, read and flush errors of requests,\n"
@@ -19,12 +27,25 @@ static const char usage_text[] =
 	"\n"
 	"  -z, --reset   print the counters, then set them to 0 (commits)\n"
 	"  -c, --check   exit 64 when any counter is not 0\n"
+	"\n"
+	"replace rebuilds device SRC (its devid, or its image among IMG...; it may be\n"
+	"missing) onto the image TARGET, which takes its place (its devid and device\n"
+	"uuid), as 'btrfs replace start -B': every allocated block with a copy on SRC\n"
+	"is copied from a copy that verifies, RAID5/6 columns rebuilt from parity.\n"
+	"TARGET is created as large as the largest IMG when it does not exist; it\n"
+	"must be at least SRC's size, and hold no btrfs file system (-f wipes one).\n"
+	"From then on the file system is IMG... with TARGET instead of SRC; SRC's\n"
+	"superblocks are wiped.\n"
+	"\n"
+	"  -r            read SRC only where no other copy is good\n"
+	"  -f            overwrite a file system on TARGET\n"
 	"  -h, --help    show this help\n"
 	"\n"
-	"(Adding, removing and replacing devices are not implemented yet.)\n"
+	"(Adding and removing devices are not implemented yet.)\n"
 	"\n"
-	"Exit status: 0, 64 with -c when an error was counted, 1 when the file\n"
-	"system cannot be opened or the reset fails, 2 bad usage.\n";
+	"Exit status: 0; stats: 64 with -c when an error was counted; replace: 3\n"
+	"when bytes no copy held correctly were copied as they were; 1 when the file\n"
+	"system cannot be opened or the operation fails, 2 bad usage.\n";
 
 const struct cli_cmd cli_cmd_device;
 
@@ -98,6 +119,129 @@ static int stats(int argc, char **argv)
 	return rc ? rc : check && any ? 64 : 0;
 }
 
+/* TARGET ready as a spare: created, or wiped with -f. */
+static int prepare_target(const char *target, bool force, char **imgs, int nimg)
+{
+	struct stat st;
+	if (stat(target, &st)) {
+		off_t size = 0;
+		for (int i = 0; i < nimg; i++)
+			if (!stat(imgs[i], &st) && st.st_size > size)
+				size = st.st_size;
+		int fd = open(target, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+		if (fd < 0 || ftruncate(fd, size)) {
+			int e = errno;
+			if (fd >= 0)
+				close(fd);
+			return cli_fail(&cli_cmd_device, "replace: %s: %s", target, strerror(e));
+		}
+		close(fd);
+		return 0;
+	}
+	for (int i = 0; i < nimg; i++)
+		if (!strcmp(imgs[i], target))
+			return cli_usage_error(&cli_cmd_device, "replace: TARGET %s is one of the images", target);
+	/* A btrfs magic at any superblock copy: refused unless -f wipes it. */
+	int fd = open(target, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return cli_fail(&cli_cmd_device, "replace: %s: %s", target, strerror(errno));
+	int rc = 0;
+	for (int m = 0; m < BTRFS_SUPER_MIRRORS && !rc; m++) {
+		uint64_t off = btrfs_super_offset(m) + offsetof(struct btrfs_super_disk, magic), magic = 0;
+		if (pread(fd, &magic, sizeof(magic), (off_t)off) != (ssize_t)sizeof(magic) ||
+		    le64toh(magic) != BTRFS_MAGIC_VALUE)
+			continue;
+		if (!force) {
+			rc = cli_fail(&cli_cmd_device, "replace: %s holds a btrfs file system; -f to overwrite it",
+				      target);
+			break;
+		}
+		uint8_t zero[BTRFS_SUPER_SIZE] = { 0 };
+		if (pwrite(fd, zero, sizeof(zero), (off_t)btrfs_super_offset(m)) != (ssize_t)sizeof(zero))
+			rc = cli_fail(&cli_cmd_device, "replace: %s: %s", target, strerror(errno));
+	}
+	close(fd);
+	return rc;
+}
+
+static int replace(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool avoid = false, force = false;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "rfh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r': avoid = true; break;
+		case 'f': force = true; break;
+		case 'h': return cli_help(&cli_cmd_device);
+		default:
+			return cli_usage_error(&cli_cmd_device, "replace: unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (argc - optind < 3)
+		return cli_usage_error(&cli_cmd_device, "replace: needs SRC, TARGET and at least one image");
+	const char *src = argv[optind], *target = argv[optind + 1];
+	char **imgs = argv + optind + 2;
+	int nimg = argc - optind - 2;
+	if (nimg >= SIM_MAX_DISKS)
+		return cli_usage_error(&cli_cmd_device, "replace: at most %d images", SIM_MAX_DISKS - 1);
+	int src_disk = -1;
+	uint64_t devid = 0;
+	for (int i = 0; i < nimg; i++)
+		if (!strcmp(imgs[i], src))
+			src_disk = i;
+	if (src_disk < 0 && cli_parse_u64(src, &devid, 0))
+		return cli_usage_error(&cli_cmd_device, "replace: SRC '%s' is neither a devid nor one of the images",
+				       src);
+	int rc = prepare_target(target, force, imgs, nimg);
+	if (rc)
+		return rc;
+	char *all[SIM_MAX_DISKS];
+	for (int i = 0; i < nimg; i++)
+		all[i] = imgs[i];
+	all[nimg] = (char *)target;
+	struct cli_mount m = { .cmd = &cli_cmd_device };
+	if ((rc = cli_open_volume(&cli_cmd_device, all, nimg + 1, true, &m.vol)))
+		return rc;
+	struct ref_mount_opts mo = { .open = { .super_mirror = -1, .log = stderr, .degraded = true,
+					       .spares = true },
+				     .clock_start = (uint64_t)time(NULL) };
+	char err[256], es[96];
+	int r = ref_mount(m.vol, &mo, &m.fs, err, sizeof(err));
+	if (r) {
+		sim_volume_close(m.vol);
+		return cli_fail(&cli_cmd_device, "%s: %s", cli_errno_str(r, es, sizeof(es)), err);
+	}
+	if (src_disk >= 0) { /* the devid of SRC's image */
+		struct ref_dev_stats st[SIM_MAX_DISKS];
+		size_t n;
+		ref_dev_stats(m.fs, st, SIM_MAX_DISKS, &n);
+		for (size_t i = 0; i < n; i++)
+			if (st[i].disk == src_disk)
+				devid = st[i].devid;
+		if (!devid) {
+			cli_report(&m, "replace", EINVAL, "SRC's image is not a device of the file system");
+			return cli_abort(&m);
+		}
+	}
+	struct ref_replace_stats rs;
+	if ((r = ref_device_replace(m.fs, devid, nimg, avoid, &rs)))
+		return cli_op_fail(&m, "replace", r);
+	printf("replaced devid %llu with %s: %llu bytes copied (%llu tree extents, %llu data extents)",
+	       (unsigned long long)devid, target, (unsigned long long)rs.bytes_copied,
+	       (unsigned long long)rs.tree_extents, (unsigned long long)rs.data_extents);
+	if (rs.uncorrectable)
+		printf(", %llu bytes uncorrectable", (unsigned long long)rs.uncorrectable);
+	printf("\n");
+	rc = cli_umount(&m);
+	return rc ? rc : rs.uncorrectable ? 3 : 0;
+}
+
 static int cmd_device(int argc, char **argv)
 {
 	if (argc < 2)
@@ -106,12 +250,14 @@ static int cmd_device(int argc, char **argv)
 		return cli_help(&cli_cmd_device);
 	if (!strcmp(argv[1], "stats"))
 		return stats(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "replace"))
+		return replace(argc - 1, argv + 1);
 	return cli_usage_error(&cli_cmd_device, "unknown command '%s'", argv[1]);
 }
 
 const struct cli_cmd cli_cmd_device = {
 	.name = "device",
-	.summary = "per-device error counters (device stats)",
+	.summary = "per-device error counters; replace a device",
 	.usage = usage_text,
 	.run = cmd_device,
 };

@@ -61,6 +61,7 @@ struct ref_fs {
 	uint64_t generation;
 	struct ref_dev *devs;
 	size_t ndevs;
+	uint64_t spare_disks; /* disks left out as spares (ref_open_opts.spares) */
 	struct ref_chunk *chunks; /* sorted by logical */
 	size_t nchunks, chunks_cap;
 	struct ref_root tree_root, chunk_root;

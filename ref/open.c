@@ -117,6 +117,10 @@ static int match_devices(ref_fs *fs)
 				best = sb;
 			have = true;
 		}
+		if (!have && fs->opts.spares && d < 64) {
+			fs->spare_disks |= UINT64_C(1) << d;
+			continue;
+		}
 		if (!have)
 			return ref_fail(fs, EINVAL, "disk %u has no valid btrfs superblock", d);
 		if (memcmp(best.fsid, fs->sb.fsid, BTRFS_FSID_BYTES))

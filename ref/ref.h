@@ -30,6 +30,10 @@ struct ref_open_opts {
 	 * refuses to mount it: a backup root is an older state, never shown
 	 * unasked. */
 	bool usebackuproot;
+	/* Disks with no btrfs superblock at all are spares (the target of a
+	 * device replace), left out of the file system instead of failing the
+	 * open. */
+	bool spares;
 };
 
 /* Opens the file system on the disks of vol (any order; matched by fsid and

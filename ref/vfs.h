@@ -94,6 +94,20 @@ int ref_subvol_sync(ref_fs *fs);
 /* Makes subvolume id (0: the top level) the default (btrfs subvolume set-default). */
 int ref_subvol_set_default(ref_fs *fs, uint64_t id);
 
+/* What a device replace copied (ref_device_replace). */
+struct ref_replace_stats {
+	uint64_t tree_extents, data_extents; /* extents with a copy on the device */
+	uint64_t bytes_copied;               /* written to the spare */
+	uint64_t uncorrectable;              /* bytes no copy held correctly */
+};
+/* Rebuilds device `devid` (present or missing) onto spare disk `target` (a
+ * blank disk of the volume, opened with ref_open_opts.spares, at least the
+ * device's size), which takes the device's place: btrfs replace start -B.
+ * avoid_src reads the device itself only when no other copy is good (-r).
+ * The old disk, when present, has its superblocks wiped.  Commits. */
+int ref_device_replace(ref_fs *fs, uint64_t devid, int target, bool avoid_src,
+		       struct ref_replace_stats *st);
+
 /* Sets every device's error counters to 0 and commits (btrfs device stats -z). */
 int ref_dev_stats_reset(ref_fs *fs);
 

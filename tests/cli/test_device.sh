@@ -3,7 +3,10 @@
 # (devid order), zeros on a new volume, a data copy scribbled then met by a
 # scrub mounted for writing (corruption_errs 1 on that image, kept across
 # opens; -c exits 64), a read-only read counts nothing that lasts, -z resets
-# (printing the old values first).
+# (printing the old values first); device replace: usage errors, a target
+# holding a file system (refused, -f), a devid that is no device, a present
+# device replaced (the volume with the new image reads, checks and scrubs
+# clean; the old image is no device any more).
 . "$(dirname "$0")/lib.sh"
 
 run no-command 2 "$BTRSIM" device
@@ -62,4 +65,37 @@ run after-reset 0 "$BTRSIM" device stats -c "$A" "$B"
 cmp -s "$OUT" "$T/want" || fail "not zero after -z: $(grep -v ' 0$' "$OUT" | tr '\n' '|')"
 done_check
 run check 0 "$BTRSIM" check "$A" "$B"
+done_check
+
+# ---- replace ----
+
+run replace-few 2 "$BTRSIM" device replace 1 "$T/n.img"
+err_has 'replace: needs SRC, TARGET and at least one image'; done_check
+run replace-bad-src 2 "$BTRSIM" device replace nope "$T/n.img" "$A" "$B"
+err_has "SRC 'nope' is neither a devid nor one of the images"; done_check
+run replace-target-is-image 2 "$BTRSIM" device replace 1 "$B" "$A" "$B"
+err_has 'TARGET .* is one of the images'; done_check
+cp "$A" "$T/other.img"
+run replace-target-holds-fs 1 "$BTRSIM" device replace 1 "$T/other.img" "$A" "$B"
+err_has 'holds a btrfs file system; -f to overwrite it'; done_check
+run replace-no-such-devid 1 "$BTRSIM" device replace 7 "$T/n7.img" "$A" "$B"
+err_has 'ENOENT .*no device with devid 7'; done_check
+
+# The device of $A, present, onto a new image; then $A is no device.
+run replace-present 0 "$BTRSIM" device replace "$A" "$T/n.img" "$A" "$B"
+out_has "^replaced devid 1 with $T/n.img: [1-9][0-9]* bytes copied"; done_check
+run replaced-reads 0 "$BTRSIM" cat "$T/n.img" "$B" /f
+cmp -s "$OUT" "$T/f" || fail "/f reads back different"
+done_check
+run replaced-check 0 "$BTRSIM" check "$T/n.img" "$B"
+done_check
+run replaced-scrub 0 "$BTRSIM" scrub -r "$T/n.img" "$B"
+out_has '^Error summary:    no errors found$'; done_check
+run old-disk-is-no-device 1 "$BTRSIM" check "$A" "$B"
+err_has 'no valid btrfs superblock'; done_check
+# -f: the old disk (wiped) and a copy of a file system both serve as targets.
+run replace-force 0 "$BTRSIM" device replace -f 2 "$T/other.img" "$T/n.img" "$B"
+done_check
+run replace-force-reads 0 "$BTRSIM" cat "$T/n.img" "$T/other.img" /f
+cmp -s "$OUT" "$T/f" || fail "/f reads back different"
 done_check

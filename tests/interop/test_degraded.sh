@@ -5,7 +5,10 @@
 # sharing a row with the file written before, so that RAID5/6 rows are
 # rebuilt and rewritten with a column gone); then btrfs
 # check and btrsim check pass on the devices left, and the kernel, mounting
-# them degraded, reads what ref wrote before and after the loss.
+# them degraded, reads what ref wrote before and after the loss.  Then each
+# lost device is rebuilt onto a new image (`btrsim device replace`): the
+# volume mounts without degraded, btrfs check passes, and the kernel reads
+# every file and its scrub finds nothing wrong.
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib.sh"
 
@@ -78,6 +81,46 @@ for cfg in "2 raid1 raid1 1" "4 raid10 raid10 1" "3 raid5 raid1 1" "4 raid5 raid
 	else
 		skip "$BASE-kernel" "$LOOP_WHY"
 	fi
+
+	# Each lost device rebuilt onto a new image.
+	WHOLE="$LEFT"
+	k=$((n - lost + 1))
+	while [ $k -le "$n" ]; do
+		new="$T/$data$n-new$k.img"
+		rm -f "$new"
+		# shellcheck disable=SC2086
+		run "$BASE-replace-$k" 0 "$BTRSIM" device replace "$k" "$new" $WHOLE
+		out_has "^replaced devid $k with "; done_check
+		WHOLE="$WHOLE $new"
+		k=$((k + 1))
+	done
 	# shellcheck disable=SC2086
-	rm -f $ALL
+	run "$BASE-replaced-check" 0 "$BTRSIM" check $WHOLE
+	out_has '^no error found$'; done_check
+	# shellcheck disable=SC2086
+	run "$BASE-replaced-scrub" 0 "$BTRSIM" scrub -r $WHOLE
+	out_has '^Error summary:    no errors found$'; done_check
+	if [ "$LOOP_OK" -eq 1 ]; then
+		run "$BASE-replaced-kernel" 0 true
+		DEVS=""
+		for img in $WHOLE; do attach "$img" && DEVS="$DEVS $LOOP"; done
+		set -- $DEVS
+		btrfs check --readonly "$1" >"$T/progs.log" 2>&1 ||
+			fail "btrfs check: $(grep -m3 -iE 'error|mismatch|missing' "$T/progs.log" | tr '\n' '|')"
+		# shellcheck disable=SC2086
+		if mount_dev "$T/mnt" "" $DEVS 2>"$T/mount.err"; then
+			cmp -s "$T/mnt/before" "$T/before" || fail "the kernel reads /before wrong"
+			cmp -s "$T/mnt/after" "$T/after" || fail "the kernel reads /after wrong"
+			btrfs scrub start -B "$T/mnt" >"$T/kscrub" 2>&1
+			grep -q 'Error summary: *no errors found' "$T/kscrub" ||
+				fail "the kernel's scrub: $(grep -A3 'Error summary' "$T/kscrub" | tr '\n' '|')"
+			unmount "$T/mnt" || fail "umount"
+		else
+			fail "the kernel does not mount the rebuilt volume: $(head -c 200 "$T/mount.err") $(dmesg | tail -n 3 | tr '\n' '|')"
+		fi
+		detach_all
+		done_check
+	fi
+	# shellcheck disable=SC2086
+	rm -f $ALL $WHOLE
 done

@@ -1,0 +1,210 @@
+/*
+ * test_replace.c - ref_device_replace: a device of a RAID1, RAID1C3, RAID10,
+ * RAID5 or RAID6 volume (or a single DUP device) rebuilt onto a blank spare
+ * disk, with the device still there or lost; afterwards the volume of the
+ * other disks and the spare opens without degraded, every file reads as
+ * written, the checker is clean, a scrub finds nothing wrong (every copy and
+ * every parity right), and the old disk is no longer taken for the device.
+ * A spare too small, or a disk that is not a spare, is refused.
+ */
+#include "testutil.h"
+#include "wrutil.h"
+#include "ref/internal.h"
+#include "ref/mkfs.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MIB (UINT64_C(1) << 20)
+#define NF 6
+#define LEN (900 * 1024)
+#define DISK_MIB 160
+
+TestSuite(replace);
+
+#define DUP BTRFS_BLOCK_GROUP_DUP
+#define RAID1 BTRFS_BLOCK_GROUP_RAID1
+#define RAID1C3 BTRFS_BLOCK_GROUP_RAID1C3
+#define RAID10 BTRFS_BLOCK_GROUP_RAID10
+#define RAID5 BTRFS_BLOCK_GROUP_RAID5
+#define RAID6 BTRFS_BLOCK_GROUP_RAID6
+
+struct imgs {
+	char *dir;
+	char *path[SIM_MAX_DISKS + 1];
+	unsigned n; /* the volume's disks; path[n] is the spare */
+};
+
+static void make(struct imgs *v, unsigned n, uint64_t data, uint64_t meta, uint64_t spare_mib)
+{
+	sim_volume *vol = tu_open(n, DISK_MIB * MIB, 4096, 6);
+	struct ref_mkfs_opts o;
+	ref_mkfs_defaults(&o);
+	o.seed = 12;
+	o.time = 1700000000;
+	o.data_profile = data;
+	o.meta_profile = meta;
+	char err[256];
+	cr_assert_eq(ref_mkfs(vol, &o, NULL, err, sizeof(err)), 0, "mkfs: %s", err);
+	ref_fs *fs;
+	cr_assert_eq(ref_mount(vol, NULL, &fs, err, sizeof(err)), 0, "mount: %s", err);
+	for (int f = 0; f < NF; f++) {
+		char p[16];
+		snprintf(p, sizeof(p), "/f%d", f);
+		uint8_t *buf = tu_pat(LEN, (uint64_t)f + 21);
+		WU_OK(fs, ref_create(fs, p, 0644));
+		WU_OK(fs, ref_write(fs, p, buf, LEN - (size_t)f * 1000, 0));
+		free(buf);
+	}
+	WU_OK(fs, ref_umount(fs));
+	v->dir = tu_tmpdir();
+	v->n = n;
+	for (unsigned d = 0; d <= n; d++) {
+		char name[16];
+		snprintf(name, sizeof(name), d < n ? "d%u.img" : "spare.img", d);
+		v->path[d] = tu_path(v->dir, name);
+		if (d < n)
+			cr_assert_eq(sim_disk_save_image(vol, d, v->path[d]), 0);
+	}
+	int fd = open(v->path[n], O_CREAT | O_WRONLY | O_TRUNC, 0644);
+	cr_assert(fd >= 0 && ftruncate(fd, (off_t)(spare_mib * MIB)) == 0);
+	close(fd);
+	sim_volume_close(vol);
+}
+
+static void drop(struct imgs *v)
+{
+	for (unsigned d = 0; d <= v->n; d++)
+		free(v->path[d]);
+	tu_rmdir(v->dir);
+}
+
+/* A volume of the images named by `use` (bit i: path[i]), writable. */
+static sim_volume *volume(const struct imgs *v, uint64_t use)
+{
+	struct sim_volume_config cfg;
+	sim_config_init(&cfg, (unsigned)__builtin_popcountll(use), 0, 1);
+	memset(&cfg.latency, 0, sizeof(cfg.latency));
+	for (unsigned d = 0, k = 0; d <= v->n; d++)
+		if (use >> d & 1)
+			cfg.disk[k++].image_path = v->path[d];
+	sim_volume *vol;
+	char err[256];
+	cr_assert_eq(sim_volume_open(&cfg, &vol, err, sizeof(err)), 0, "%s", err);
+	return vol;
+}
+
+/* The sim disk index of path[d] in a volume made from `use`. */
+static int disk_of(uint64_t use, unsigned d)
+{
+	return __builtin_popcountll(use & ((UINT64_C(1) << d) - 1));
+}
+
+static void expect_all_right(sim_volume *vol)
+{
+	struct ref_open_opts oo = { .super_mirror = -1 };
+	ref_fs *fs;
+	char err[256];
+	cr_assert_eq(ref_open(vol, &oo, &fs, err, sizeof(err)), 0, "open without degraded: %s", err);
+	for (int f = 0; f < NF; f++) {
+		char p[16];
+		snprintf(p, sizeof(p), "/f%d", f);
+		struct ref_ino ino;
+		WU_OK(fs, ref_lookup_path(fs, p, false, &ino));
+		size_t len = LEN - (size_t)f * 1000;
+		uint8_t *got = malloc(len), *want = tu_pat(LEN, (uint64_t)f + 21);
+		cr_assert_eq(ref_pread(fs, &ino, got, len, 0), (ssize_t)len, "%s: %s", p, ref_error(fs));
+		cr_assert_eq(memcmp(got, want, len), 0, "%s reads back different", p);
+		free(got);
+		free(want);
+	}
+	struct ref_check_opts co = { .out = NULL };
+	cr_assert_eq(ref_check(fs, &co), 0, "the checker found errors");
+	struct ref_scrub_dev devs[SIM_MAX_DISKS];
+	size_t nd;
+	WU_OK(fs, ref_scrub(fs, true, devs, &nd));
+	for (size_t i = 0; i < nd; i++)
+		cr_assert_eq(devs[i].read_errors + devs[i].csum_errors + devs[i].verify_errors +
+				     devs[i].parity_errors + devs[i].super_errors,
+			     0, "scrub after the replace: errors on devid %llu (read %llu csum %llu verify %llu parity %llu super %llu)",
+			     (unsigned long long)devs[i].devid, (unsigned long long)devs[i].read_errors,
+			     (unsigned long long)devs[i].csum_errors, (unsigned long long)devs[i].verify_errors,
+			     (unsigned long long)devs[i].parity_errors, (unsigned long long)devs[i].super_errors);
+	ref_close(fs);
+}
+
+/* Replaces path[victim] by the spare, the victim present or lost. */
+static void replace(unsigned n, uint64_t data, uint64_t meta, unsigned victim, bool lost)
+{
+	struct imgs v;
+	make(&v, n, data, meta, DISK_MIB + 8);
+	uint64_t all = (UINT64_C(1) << (n + 1)) - 1, use = lost ? all & ~(UINT64_C(1) << victim) : all;
+	sim_volume *vol = volume(&v, use);
+	struct ref_mount_opts mo = { .open = { .super_mirror = -1, .spares = true, .degraded = lost } };
+	ref_fs *fs;
+	char err[256];
+	cr_assert_eq(ref_mount(vol, &mo, &fs, err, sizeof(err)), 0, "mount: %s", err);
+	struct ref_replace_stats st;
+	WU_OK(fs, ref_device_replace(fs, victim + 1, disk_of(use, n), false, &st));
+	cr_assert_gt(st.bytes_copied, 0);
+	cr_assert_eq(st.uncorrectable, 0, "%llu bytes uncorrectable", (unsigned long long)st.uncorrectable);
+	cr_assert_gt(st.data_extents + st.tree_extents + (data & BTRFS_BLOCK_GROUP_RAID56_MASK ? 1 : 0), 0);
+	/* Written on at once: the spare is the device now. */
+	uint8_t *orig = tu_pat(LEN, 21);
+	WU_OK(fs, ref_write(fs, "/f0", "after", 5, 7));
+	WU_OK(fs, ref_write(fs, "/f0", orig + 7, 5, 7)); /* and back */
+	free(orig);
+	WU_OK(fs, ref_umount(fs));
+	sim_volume_close(vol);
+
+	/* The volume without the old disk, with the spare: whole again. */
+	vol = volume(&v, all & ~(UINT64_C(1) << victim));
+	expect_all_right(vol);
+	sim_volume_close(vol);
+	/* The old disk (when it was there) is no device of it any more. */
+	if (!lost) {
+		vol = volume(&v, all);
+		struct ref_open_opts oo = { .super_mirror = -1 };
+		cr_assert_eq(ref_open(vol, &oo, &fs, err, sizeof(err)), -EINVAL, "the old disk still opens as a device");
+		cr_assert(strstr(err, "no valid btrfs superblock"), "%s", err);
+		sim_volume_close(vol);
+	}
+	drop(&v);
+}
+
+Test(replace, raid1_present) { replace(2, RAID1, RAID1, 1, false); }
+Test(replace, raid1_lost) { replace(2, RAID1, RAID1, 0, true); }
+Test(replace, raid1c3_lost) { replace(3, RAID1C3, RAID1C3, 2, true); }
+Test(replace, raid10_lost) { replace(4, RAID10, RAID10, 1, true); }
+Test(replace, raid5_present) { replace(3, RAID5, RAID1, 2, false); }
+Test(replace, raid5_lost) { replace(3, RAID5, RAID5, 0, true); }
+Test(replace, raid6_lost) { replace(4, RAID6, RAID6, 3, true); }
+Test(replace, dup_single_device) { replace(1, DUP, DUP, 0, false); }
+
+Test(replace, refused)
+{
+	struct imgs v;
+	make(&v, 2, RAID1, RAID1, 64); /* a spare smaller than the devices */
+	sim_volume *vol = volume(&v, 7);
+	struct ref_mount_opts mo = { .open = { .super_mirror = -1, .spares = true } };
+	ref_fs *fs;
+	char err[256];
+	cr_assert_eq(ref_mount(vol, &mo, &fs, err, sizeof(err)), 0, "mount: %s", err);
+	struct ref_replace_stats st;
+	WU_ERR(fs, ref_device_replace(fs, 1, 2, false, &st), EINVAL);
+	cr_assert(strstr(ref_error(fs), "needs"), "%s", ref_error(fs));
+	WU_ERR(fs, ref_device_replace(fs, 1, 1, false, &st), EINVAL); /* a device, not a spare */
+	WU_ERR(fs, ref_device_replace(fs, 9, 2, false, &st), ENOENT);
+	WU_OK(fs, ref_umount(fs));
+	sim_volume_close(vol);
+	/* Without spares, a blank disk fails the open as before. */
+	vol = volume(&v, 7);
+	cr_assert_eq(ref_mount(vol, NULL, &fs, err, sizeof(err)), -EINVAL);
+	sim_volume_close(vol);
+	drop(&v);
+}
