@@ -48,6 +48,7 @@ extern const struct cli_cmd cli_cmd_explore;
 
 extern const struct cli_cmd cli_cmd_runs;
 extern const struct cli_cmd cli_cmd_campaign;
+extern const struct cli_cmd cli_cmd_raid_campaign;
 extern const struct cli_cmd cli_cmd_replay;
 extern const struct cli_cmd cli_cmd_violations;
 extern const struct cli_cmd cli_cmd_findings;

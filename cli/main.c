@@ -23,6 +23,7 @@ static const struct cli_cmd *const commands[] = {
 	&cli_cmd_gen,
 	&cli_cmd_explore,
 	&cli_cmd_campaign,
+	&cli_cmd_raid_campaign,
 	&cli_cmd_runs,
 	&cli_cmd_replay,
 	&cli_cmd_violations,

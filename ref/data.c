@@ -111,25 +111,39 @@ int data_read(ref_fs *fs, uint64_t logical, void *buf, size_t len, bool nodatasu
 	uint8_t *tmp = aligned ? buf : malloc(end - start);
 	if (!tmp)
 		return ref_fail(fs, ENOMEM, "out of memory");
-	int r = 0;
-	/* The first copy whole, then sector by sector where it is bad. */
-	int copies = ref_num_copies(fs, start), m = 0;
+	/* The first copy whole; when that read fails, sector by sector, each
+	 * from the first of the other copies that reads, the first copy last
+	 * (a latent sector, a RAID5/6 row whose rebuild fails elsewhere: the
+	 * failures stay local). */
+	int copies = ref_num_copies(fs, start);
 	unsigned failed = 0; /* copies whose read failed (not a missing device) */
-	for (;;) {
-		r = ref_read_logical(fs, start, tmp, end - start, m);
-		if (r && r != -ENODEV)
-			failed |= 1u << m;
-		if (r == 0 || ++m >= copies)
-			break; /* a missing or failing device: try the next copy whole */
+	int r = ref_read_logical(fs, start, tmp, end - start, 0);
+	if (r) {
+		if (r != -ENODEV)
+			failed |= 1u;
+		r = 0;
+		for (uint64_t o = 0; !r && o < end - start; o += ss) {
+			r = -EIO;
+			for (int i = 1; i <= copies && r; i++) {
+				int m = i % copies;
+				r = ref_read_logical(fs, start + o, tmp + o, ss, m);
+				if (r && r != -ENODEV)
+					failed |= 1u << m;
+			}
+		}
 	}
 	if (!r && !nodatasum)
 		r = verify_sectors(fs, start, tmp, (end - start) / ss);
-	/* Copies that failed to read (a latent sector error): rewritten whole
-	 * from what was read and verified.  (A checksum-less read cannot tell
-	 * good bytes from bad: nothing is rewritten from it.) */
-	for (int w = 0; !r && !nodatasum && w < copies; w++)
-		if (failed >> w & 1)
-			io_rewrite_copy(fs, start, tmp, end - start, w);
+	/* Copies that failed to read (a latent sector error): the sectors that
+	 * fail are rewritten from what was read and verified.  (A
+	 * checksum-less read cannot tell good bytes from bad: nothing is
+	 * rewritten from it.) */
+	uint8_t *probe = failed && !r && !nodatasum && fs->rw ? malloc(ss) : NULL;
+	for (int w = 0; probe && w < copies; w++)
+		for (uint64_t o = 0; failed >> w & 1 && o < end - start; o += ss)
+			if (io_probe_copy(fs, start + o, probe, ss, w))
+				io_rewrite_copy(fs, start + o, tmp + o, ss, w);
+	free(probe);
 	if (!r && !aligned)
 		memcpy(buf, tmp + (logical - start), len);
 	if (!aligned)

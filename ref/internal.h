@@ -68,7 +68,7 @@ struct ref_fs {
 	struct ref_block *cache[REF_CACHE_BUCKETS];
 	size_t ncached;
 	uint64_t repaired, csum_errors;
-	uint64_t rewritten; /* bad copies written over with good bytes (read repair) */
+	uint64_t rewritten; /* sectors of bad copies written over with good bytes (read repair) */
 	struct ref_root roots[16]; /* recently found subvolume roots */
 	size_t nroots, roots_next;
 	char err[256];
@@ -123,6 +123,9 @@ void devstats_load(ref_fs *fs);
 /* io.c: the sim disk of copy `mirror` of logical, -1 when it is missing or
  * rebuilt from parity. */
 int io_copy_disk(ref_fs *fs, uint64_t logical, int mirror);
+/* Reads copy `mirror` of [logical, +len) (inside one stripe unit) straight
+ * off its disk, counting and logging nothing: 0 or -errno (a probe). */
+int io_probe_copy(ref_fs *fs, uint64_t logical, void *buf, size_t len, int mirror);
 
 /* extent_scan.c: the allocated extents of chunk c in order, from the extent
  * tree (free *out); and the verdict on one copy of [at, at+len) of extent e
@@ -160,8 +163,17 @@ int raid56_solve(int k, const bool *data_unknown, bool p_known, bool q_known, ui
  * from the row's data (the rest of each column read from disk).  sim_write
  * flags for every request.  0, or -errno with the reason in err.  (mkfs uses
  * it too, with a chunk of its own making.) */
+/* verify (may be NULL) judges bytes a read-modify-write read back from a
+ * data column: bad[i] set for each sector of [logical, +len) that is not what
+ * the file system holds there (a data sector whose checksum fails).  Such a
+ * column is rebuilt from the row's parity before the new parity is made, as
+ * Linux 6.2+ verifies data during RMW: a stale or rotten column is never
+ * folded into the parity, where it could no longer be mended. */
+typedef void (*raid56_verify_fn)(void *ctx, uint64_t logical, const uint8_t *buf, size_t len,
+				 bool *bad);
 int raid56_write(sim_volume *vol, const struct ref_chunk *c, uint64_t logical, const void *buf,
-		 uint64_t len, unsigned flags, char *err, size_t errlen);
+		 uint64_t len, unsigned flags, raid56_verify_fn verify, void *ctx, char *err,
+		 size_t errlen);
 /* P (and Q for raid6) of k data columns of len bytes: cols[0..k-1] the data,
  * cols[k] P, cols[k+1] Q, each 32-byte aligned, len a multiple of 32; 0 or
  * ISA-L's failure. */

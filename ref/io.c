@@ -90,6 +90,29 @@ int ref_read_logical(ref_fs *fs, uint64_t logical, void *buf, size_t len, int mi
 	return 0;
 }
 
+/* raid56_write's judge of a data column read back during a read-modify-write:
+ * its sectors against the csum tree (a sector with no checksum passes). */
+static void rmw_verify(void *ctx, uint64_t logical, const uint8_t *buf, size_t len, bool *bad)
+{
+	ref_fs *fs = ctx;
+	const struct ref_chunk *c = chunk_find(fs, logical);
+	uint32_t ss = fs->sectorsize;
+	size_t n = len / ss;
+	if (!c || !(c->type & BTRFS_BLOCK_GROUP_DATA) || !n)
+		return;
+	uint8_t *csums = malloc(n * fs->csum_size);
+	bool *have = malloc(n * sizeof(*have));
+	if (csums && have && !data_csums(fs, logical, n, csums, have))
+		for (size_t i = 0; i < n; i++)
+			if (have[i] && !data_sector_ok(fs, buf + i * ss, csums + i * fs->csum_size)) {
+				bad[i] = true;
+				fs->csum_errors++;
+				devstats_inc(fs, io_copy_disk(fs, logical + i * ss, 0), BTRFS_DEV_STAT_CORRUPTION_ERRS);
+			}
+	free(csums);
+	free(have);
+}
+
 int ref_write_logical(ref_fs *fs, uint64_t logical, const void *buf, size_t len)
 {
 	const uint8_t *in = buf;
@@ -107,7 +130,7 @@ int ref_write_logical(ref_fs *fs, uint64_t logical, const void *buf, size_t len)
 			if (e)
 				return ref_fail(fs, e, "writing %llu (fault point %s)",
 						(unsigned long long)logical, FP_REF_IO_WRITE);
-			if ((r = raid56_write(fs->vol, c, logical, in, run, 0, err, sizeof(err))))
+			if ((r = raid56_write(fs->vol, c, logical, in, run, 0, rmw_verify, fs, err, sizeof(err))))
 				return ref_fail(fs, -r, "writing %llu: %s", (unsigned long long)logical, err);
 			in += run;
 			logical += run;
@@ -164,13 +187,25 @@ int io_rewrite_copy(ref_fs *fs, uint64_t logical, const void *buf, size_t len, i
 					(unsigned long long)logical, cp->disk, sim_volume_error(fs->vol));
 				return 0; /* the read itself succeeded: not its error */
 			}
-			fs->rewritten++;
+			fs->rewritten += run / fs->sectorsize;
 		}
 		in += run;
 		logical += run;
 		len -= run;
 	}
 	return 0;
+}
+
+int io_probe_copy(ref_fs *fs, uint64_t logical, void *buf, size_t len, int mirror)
+{
+	const struct ref_chunk *c = chunk_find(fs, logical);
+	struct ref_copy copies[REF_MAX_COPIES];
+	uint64_t run;
+	int n = c ? chunk_map(c, logical, len, copies, &run) : 0;
+	if (n <= 0 || run < len)
+		return -EINVAL;
+	const struct ref_copy *cp = &copies[mirror % n];
+	return cp->disk < 0 ? -ENODEV : sim_read(fs->vol, (unsigned)cp->disk, cp->physical, buf, len);
 }
 
 int io_copy_disk(ref_fs *fs, uint64_t logical, int mirror)

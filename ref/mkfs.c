@@ -620,7 +620,7 @@ static int raid56_block(struct mk *m, const struct mk_chunk *c, uint64_t logical
 	struct ref_chunk rc = { c->logical, c->length, BTRFS_STRIPE_LEN_DEFAULT, c->type,
 				(uint16_t)c->nstripes, (uint16_t)c->sub_stripes, st };
 	char err[256];
-	int r = raid56_write(m->vol, &rc, logical, block, m->o->nodesize, 0, err, sizeof(err));
+	int r = raid56_write(m->vol, &rc, logical, block, m->o->nodesize, 0, NULL, NULL, err, sizeof(err));
 	return r ? fail(m, -r, "%s", err) : 0;
 }
 

@@ -108,14 +108,20 @@ static int match_devices(ref_fs *fs)
 		return ref_fail(fs, ENOMEM, "out of memory");
 	for (unsigned d = 0; d < nd; d++) {
 		struct btrfs_super_disk sb, best;
-		bool have = false;
+		bool have = false, readable = false;
 		for (int m = 0; m < BTRFS_SUPER_MIRRORS; m++) {
 			bool valid;
-			if (ref_read_super(fs->vol, d, m, &sb, &valid) || !valid)
+			int e = ref_read_super(fs->vol, d, m, &sb, &valid);
+			readable |= e == 0; /* (past the end: -ENOENT; a dead disk: -EIO) */
+			if (e || !valid)
 				continue;
 			if (!have || LE64(sb.generation) > LE64(best.generation))
 				best = sb;
 			have = true;
+		}
+		if (!readable) { /* a dead disk: its device is missing, as the kernel finds it */
+			ref_log(fs, "disk %u cannot be read at all: its device is missing", d);
+			continue;
 		}
 		if (!have && fs->opts.spares && d < 64) {
 			fs->spare_disks |= UINT64_C(1) << d;

@@ -14,7 +14,9 @@
  *
  * Degraded (a device missing), a column on it that the write does not cover
  * is rebuilt from the row first, and nothing is written to it: the other
- * columns and the new parity hold its bytes.
+ * columns and the new parity hold its bytes.  A column read back that the
+ * caller's verify finds wrong (a lost or rotten data write) is rebuilt the
+ * same way, from the old parity, before the new parity is made.
  *
  * The data and parity writes of a row are not atomic: a power cut between
  * them leaves parity that disagrees with the data (the RAID5/6 write hole,
@@ -52,7 +54,8 @@ int raid56_parity(int k, bool raid6, size_t len, uint8_t **cols)
 
 /* One row: bytes [a, b) of the row's logical span (k columns of sl bytes). */
 static int write_row(sim_volume *vol, const struct ref_chunk *c, uint64_t row, uint64_t a,
-		     uint64_t b, const uint8_t *in, unsigned flags, char *err, size_t errlen)
+		     uint64_t b, const uint8_t *in, unsigned flags, raid56_verify_fn verify, void *ctx,
+		     char *err, size_t errlen)
 {
 	bool raid6 = c->type & BTRFS_BLOCK_GROUP_RAID6;
 	int n = c->num_stripes, k = n - (raid6 ? 2 : 1);
@@ -86,17 +89,41 @@ static int write_row(sim_volume *vol, const struct ref_chunk *c, uint64_t row, u
 		rebuild |= missing[j] && !covered[j];
 	}
 	bool p_known = true, q_known = raid6;
-	for (int j = 0; j < ncols && !r; j++) {
-		const struct ref_stripe *st = &c->stripes[(row + (uint64_t)j) % (uint64_t)n];
-		if (j < k ? missing[j] || (!rebuild && covered[j]) : !rebuild)
-			continue;
-		if (st->disk < 0) { /* P or Q on the missing device */
-			p_known &= j != k;
-			q_known &= j != k + 1;
-		} else if ((r = sim_read(vol, (unsigned)st->disk, st->physical + phys_off, cols[j], len))) {
-			failf(err, errlen, -r, "RAID5/6 row %llu: reading its column %d: %s",
-			      (unsigned long long)row, j, sim_volume_error(vol));
+	/* Two rounds at most: the columns read are judged, and one that is
+	 * not what the file system holds turns the row into a rebuild. */
+	for (int round = 0; round < 2 && !r; round++) {
+		for (int j = 0; j < ncols && !r; j++) {
+			const struct ref_stripe *st = &c->stripes[(row + (uint64_t)j) % (uint64_t)n];
+			if (j < k ? missing[j] || (!rebuild && covered[j]) : !rebuild)
+				continue;
+			if (st->disk < 0) { /* P or Q on the missing device */
+				p_known &= j != k;
+				q_known &= j != k + 1;
+			} else if ((r = sim_read(vol, (unsigned)st->disk, st->physical + phys_off, cols[j], len))) {
+				failf(err, errlen, -r, "RAID5/6 row %llu: reading its column %d: %s",
+				      (unsigned long long)row, j, sim_volume_error(vol));
+			}
 		}
+		if (r || !verify || rebuild)
+			break;
+		bool bad_col = false;
+		bool *bad = calloc(len / 512 + 1, sizeof(*bad));
+		if (!bad)
+			return failf(err, errlen, ENOMEM, "out of memory");
+		for (int j = 0; j < k; j++) {
+			if (missing[j] || covered[j])
+				continue;
+			memset(bad, 0, (len / 512 + 1) * sizeof(*bad));
+			uint64_t logical = c->logical + row * (uint64_t)k * sl + (uint64_t)j * sl + lo;
+			verify(ctx, logical, cols[j], len, bad);
+			for (size_t i = 0; i < len / 512 + 1 && !missing[j]; i++)
+				missing[j] = bad[i];
+			bad_col |= missing[j];
+		}
+		free(bad);
+		if (!bad_col)
+			break;
+		rebuild = true; /* read the rest of the row and its parity, then solve */
 	}
 	if (!r && rebuild &&
 	    raid56_solve(k, missing, p_known, q_known, cols, cols[k], raid6 ? cols[k + 1] : NULL, (int)len))
@@ -116,13 +143,13 @@ static int write_row(sim_volume *vol, const struct ref_chunk *c, uint64_t row, u
 	for (int j = 0; j < ncols && !r; j++) {
 		const struct ref_stripe *st = &c->stripes[(row + (uint64_t)j) % (uint64_t)n];
 		uint64_t s = j * sl + lo, e = j * sl + hi, from = 0, to = len;
-		if (j < k) {
+		if (j < k && !(missing[j] && st->disk >= 0)) {
 			uint64_t ns = a > s ? a : s, ne = b < e ? b : e;
 			if (ns >= ne)
 				continue; /* a column the write does not touch */
 			from = ns - s;
 			to = ne - s;
-		}
+		} /* (a column found wrong and rebuilt is written back whole: mended) */
 		if (st->disk < 0)
 			continue; /* degraded: the others and the parity hold it */
 		if ((r = sim_write(vol, (unsigned)st->disk, st->physical + phys_off + from,
@@ -137,7 +164,8 @@ static int write_row(sim_volume *vol, const struct ref_chunk *c, uint64_t row, u
 }
 
 int raid56_write(sim_volume *vol, const struct ref_chunk *c, uint64_t logical, const void *buf,
-		 uint64_t len, unsigned flags, char *err, size_t errlen)
+		 uint64_t len, unsigned flags, raid56_verify_fn verify, void *ctx, char *err,
+		 size_t errlen)
 {
 	bool raid6 = c->type & BTRFS_BLOCK_GROUP_RAID6;
 	int n = c->num_stripes, k = n - (raid6 ? 2 : 1);
@@ -153,7 +181,7 @@ int raid56_write(sim_volume *vol, const struct ref_chunk *c, uint64_t logical, c
 	while (len) {
 		uint64_t row = off / rowbytes, a = off % rowbytes;
 		uint64_t b = rowbytes - a < len ? rowbytes : a + len;
-		int r = write_row(vol, c, row, a, b, in, flags, err, errlen);
+		int r = write_row(vol, c, row, a, b, in, flags, verify, ctx, err, errlen);
 		if (r)
 			return r;
 		in += b - a;

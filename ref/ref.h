@@ -206,8 +206,8 @@ int ref_listxattr(ref_fs *fs, const struct ref_ino *ino, ref_xattr_fn fn, void *
 /* Counters of the reads so far: copies repaired from a good mirror, checksum
  * errors met. */
 void ref_read_stats(const ref_fs *fs, uint64_t *repaired, uint64_t *csum_errors);
-/* Bad copies written over with the good bytes so far (read repair: only on a
- * file system mounted for writing, as the kernel repairs). */
+/* Sectors of bad copies written over with the good bytes so far (read
+ * repair: only on a file system mounted for writing, as the kernel repairs). */
 uint64_t ref_read_rewritten(const ref_fs *fs);
 
 /* ---- Device stats (devstats.c) ---- */

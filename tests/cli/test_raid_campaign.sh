@@ -1,0 +1,40 @@
+#!/bin/sh
+# btrsim raid-campaign: usage errors (exit 2); a small campaign (three
+# profiles on 2 and 4 disks) passes, prints the seed and a line per run, and
+# writes a report with a table per profile that shows the fault of every
+# scenario and no wrong data; the same seed gives the same report byte for
+# byte, another seed another one.
+. "$(dirname "$0")/lib.sh"
+
+run help 0 "$BTRSIM" raid-campaign --help
+out_has '^usage: btrsim raid-campaign '; done_check
+run bad-disks 2 "$BTRSIM" raid-campaign --disks 2,x
+err_has "^btrsim raid-campaign: --disks takes numbers"; done_check
+run bad-profile 2 "$BTRSIM" raid-campaign --profiles raid7
+err_has "unknown profile in 'raid7'"; done_check
+run bad-files 2 "$BTRSIM" raid-campaign --files 1
+err_has '^btrsim raid-campaign: --files takes 2 to 1000'; done_check
+run extra-arg 2 "$BTRSIM" raid-campaign extra
+err_has "unexpected argument 'extra'"; done_check
+run bad-report 1 "$BTRSIM" raid-campaign --disks 2 --profiles raid1 --files 2 --report "$T/no/such/dir.md"
+err_has 'no/such/dir.md'; done_check
+
+run small 0 "$BTRSIM" raid-campaign --seed 7 --disks 2,4 --profiles single,raid1,raid5 --files 6 \
+	--report "$T/a.md"
+out_has '^seed 7$'
+out_has '^raid5 +4 disks +disk replaced +injected 1 '
+out_has '^48 runs, 0 failed; report in '
+for h in '## single' '## raid1' '## raid5'; do grep -q "^$h\$" "$T/a.md" || fail "no table '$h'"; done
+grep -q '^| 4 | disks lost | yes | 1 | 1 | 0 | 0 of ' "$T/a.md" || fail "raid5 on 4 disks: $(grep 'disks lost' "$T/a.md" | tr '\n' '|')"
+grep -q '^| 2 | disks lost | no | 1 | 0 | 0 | 6 of 6 (no mount) | 0 | lost, detected |$' "$T/a.md" ||
+	fail "single: $(grep 'disks lost' "$T/a.md" | head -1)"
+awk -F'|' 'NF > 9 && $9 ~ /[0-9]/ && $9 + 0 != 0' "$T/a.md" | grep -q . && fail "wrong data in the report"
+done_check
+run same-seed 0 "$BTRSIM" raid-campaign --seed 7 --disks 2,4 --profiles single,raid1,raid5 --files 6 \
+	--report "$T/b.md" --quiet
+cmp -s "$T/a.md" "$T/b.md" || fail "the same seed wrote another report"
+out_has '^48 runs, 0 failed'; done_check
+run other-seed 0 "$BTRSIM" raid-campaign --seed 8 --disks 2,4 --profiles single,raid1,raid5 --files 6 \
+	--report "$T/c.md" --quiet
+cmp -s "$T/a.md" "$T/c.md" && fail "another seed wrote the same report"
+done_check
