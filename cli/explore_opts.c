@@ -11,7 +11,23 @@ void cli_explore_init(struct cli_explore *ce)
 	memset(ce, 0, sizeof(*ce));
 	explore_defaults(&ce->o);
 	ce->o.seed = 1;
+	ce->profile = -1;
 }
+
+static const struct {
+	const char *name;
+	uint64_t bit;
+} profile_names[] = {
+	{ "single", 0 },
+	{ "dup", BTRFS_BLOCK_GROUP_DUP },
+	{ "raid0", BTRFS_BLOCK_GROUP_RAID0 },
+	{ "raid1", BTRFS_BLOCK_GROUP_RAID1 },
+	{ "raid1c3", BTRFS_BLOCK_GROUP_RAID1C3 },
+	{ "raid1c4", BTRFS_BLOCK_GROUP_RAID1C4 },
+	{ "raid10", BTRFS_BLOCK_GROUP_RAID10 },
+	{ "raid5", BTRFS_BLOCK_GROUP_RAID5 },
+	{ "raid6", BTRFS_BLOCK_GROUP_RAID6 },
+};
 
 int cli_explore_opt(struct cli_explore *ce, const struct cli_cmd *cmd, int c, const char *arg)
 {
@@ -39,6 +55,14 @@ int cli_explore_opt(struct cli_explore *ce, const struct cli_cmd *cmd, int c, co
 		ce->o.data_profile = v > 1 ? BTRFS_BLOCK_GROUP_RAID1 : 0;
 		ce->o.meta_profile = v > 1 ? BTRFS_BLOCK_GROUP_RAID1 : BTRFS_BLOCK_GROUP_DUP;
 		return 0;
+	case 'P':
+		for (size_t i = 0; i < sizeof(profile_names) / sizeof(profile_names[0]); i++)
+			if (arg && !strcmp(arg, profile_names[i].name)) {
+				ce->profile = (int64_t)profile_names[i].bit;
+				return 0;
+			}
+		return cli_usage_error(cmd, "--profile takes single, dup, raid0, raid1, raid1c3, raid1c4, raid10, raid5 or raid6, not '%s'",
+				       arg ? arg : "");
 	case 'F': ce->faults_path = arg; return 0;
 	case 'Q': ce->quota = true; return 0;
 	default: return -1;
@@ -66,6 +90,8 @@ int cli_explore_quota(const struct cli_explore *ce, struct wl_workload *w)
 
 int cli_explore_load(struct cli_explore *ce, char *err, size_t errlen)
 {
+	if (ce->profile >= 0) /* (after --disks, whatever the order given) */
+		ce->o.data_profile = ce->o.meta_profile = (uint64_t)ce->profile;
 	if (!ce->faults_path)
 		return 0;
 	if (fault_plan_parse_file(ce->faults_path, &ce->plan, err, errlen))

@@ -23,6 +23,8 @@
 	"  --nodesize SIZE     of the file system made for the run (16k)\n" \
 	"  --disks N           disks in the volume (1); with 2 or more, data and\n" \
 	"                      metadata are RAID1 and each disk crashes on its own\n" \
+	"  --profile P         data and metadata in profile P instead (single, dup,\n" \
+	"                      raid0, raid1, raid1c3, raid1c4, raid10, raid5, raid6)\n" \
 	"  --faults PLAN       arm the fault plan PLAN while the workload runs\n" \
 	"                      (faults/README.md); its sim lines damage the disks\n" \
 	"  --quota             quota groups on: each workload starts with quota-enable\n" \
@@ -33,7 +35,8 @@
 	{ "max-subset", required_argument, NULL, 'k' }, { "samples", required_argument, NULL, 'n' }, \
 	{ "torn", required_argument, NULL, 't' }, { "seed", required_argument, NULL, 's' }, \
 	{ "nodesize", required_argument, NULL, 'N' }, { "disks", required_argument, NULL, 'K' }, \
-	{ "faults", required_argument, NULL, 'F' }, { "quota", no_argument, NULL, 'Q' }
+	{ "faults", required_argument, NULL, 'F' }, { "quota", no_argument, NULL, 'Q' }, \
+	{ "profile", required_argument, NULL, 'P' }
 
 struct cli_explore {
 	struct explore_opts o;
@@ -41,6 +44,7 @@ struct cli_explore {
 	struct fault_plan *plan;  /* loaded by cli_explore_load */
 	char *faults_text;        /* its canonical text, stored with each run */
 	bool quota;               /* --quota: workloads start with quota-enable */
+	int64_t profile;          /* --profile (a BTRFS_BLOCK_GROUP_* bit), -1 unset */
 };
 
 void cli_explore_init(struct cli_explore *ce);
@@ -52,7 +56,8 @@ int cli_explore_opt(struct cli_explore *ce, const struct cli_cmd *cmd, int c, co
  * that starts with it already is left as it is).  0 or -ENOMEM (w
  * unchanged). */
 int cli_explore_quota(const struct cli_explore *ce, struct wl_workload *w);
-/* After the options: loads the fault plan.  0 or -1 with a message. */
+/* After the options: applies --profile, loads the fault plan.  0 or -1 with
+ * a message. */
 int cli_explore_load(struct cli_explore *ce, char *err, size_t errlen);
 void cli_explore_free(struct cli_explore *ce);
 

@@ -107,6 +107,24 @@ done_check
 run replay-two-disks-same 0 "$BTRSIM" replay --db "$db" 2
 out_has '^run 2 replayed: '
 done_check
+# RAID5 on three disks and RAID6 on four (--profile), each disk's cache
+# crashing on its own: every state clean, and a recorded RAID5 run replays
+# the same, its profile kept with the run.
+run explore-raid5 0 "$BTRSIM" explore --disks 3 --profile raid5 --max-subset 6 --samples 6 --db "$db" "$T/w.wl"
+out_has ' 0 violations$'; out_has "^recorded as run 3 in $db"
+done_check
+run replay-raid5-same 0 "$BTRSIM" replay --db "$db" 3
+out_has '^run 3 replayed: '
+done_check
+run explore-raid6 0 "$BTRSIM" explore --disks 4 --profile raid6 --max-subset 5 --samples 4 "$T/w.wl"
+out_has ' 0 violations$'
+done_check
+run explore-profile-needs-disks 1 "$BTRSIM" explore --profile raid6 --disks 2 "$T/w.wl"
+err_has 'RAID6 needs at least 3 devices'
+done_check
+run explore-bad-profile 2 "$BTRSIM" explore --profile raid7 "$T/w.wl"
+err_has "--profile takes single, dup, raid0, raid1, raid1c3, raid1c4, raid10, raid5 or raid6, not 'raid7'"
+done_check
 if command -v sqlite3 >/dev/null 2>&1; then
 	NAME=replay-two-disks-independent
 	k=$(sqlite3 "$db" "SELECT k FROM crash_states WHERE run_id = 2 AND picks LIKE '0:%1:%' AND picks NOT LIKE '%0:-%' AND picks NOT LIKE '%1:-%' LIMIT 1")
