@@ -9,6 +9,9 @@
 # corrected and uncorrectable.  Then `btrsim scrub` mends the damage, a second
 # scrub finds nothing, and btrfs check and the kernel's scrub agree; the
 # kernel's `btrfs device stats` shows the error counters ref's scrub kept.
+# Last, a volume the kernel converted with balance (RAID1 to RAID5 data and
+# RAID1C3 metadata) is read, checked and scrubbed by ref (the counters equal
+# the kernel's scrub's), and written on by ref for the kernel to read.
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib.sh"
 
@@ -165,3 +168,72 @@ for cfg in "1 dup dup" "2 raid1 raid1" "4 raid10 raid10" "3 raid5 raid1" "4 raid
 		rm -f $IMGS $KIMGS
 	done
 done
+
+# A volume the kernel converted with balance (RAID1 to RAID5 data and RAID1C3
+# metadata, then back to RAID1 data): ref reads it, its scrub counts what the
+# kernel's counts, and ref writes on top of it for the kernel to read.
+BASE=scrub-kernel-balance
+imgs bal 3
+for i in $IMGS; do rm -f "$i"; truncate -s 512M "$i"; done
+run "$BASE-make" 0 true
+# shellcheck disable=SC2086
+mkfs.btrfs -q -f -d raid1 -m raid1 $IMGS >/dev/null 2>&1 || fail "mkfs.btrfs"
+DEVS=""
+for img in $IMGS; do attach "$img" && DEVS="$DEVS $LOOP"; done
+# shellcheck disable=SC2086
+if mount_dev "$T/mnt" "" $DEVS 2>"$T/mount.err"; then
+	cp "$T/src/f1" "$T/src/f2" "$T/src/f3" "$T/mnt/"
+	sync
+	btrfs balance start -dconvert=raid5 -mconvert=raid1c3 "$T/mnt" >"$T/bal.log" 2>&1 ||
+		fail "balance to raid5: $(tail -2 "$T/bal.log" | tr '\n' '|')"
+	cp "$T/src/f1" "$T/mnt/f1-after-raid5"
+	sync
+	unmount "$T/mnt"
+else
+	fail "mount: $(head -c 200 "$T/mount.err")"
+fi
+detach_all
+done_check
+# shellcheck disable=SC2086
+run "$BASE-profiles" 0 "$BTRSIM" dump-tree -t chunk $IMGS
+out_has 'DATA\|RAID5'; out_has 'METADATA\|RAID1C3'; done_check
+for f in f1 f2 f3 f1-after-raid5; do
+	src="$T/src/${f%-after-raid5}"
+	# shellcheck disable=SC2086
+	run "$BASE-read-$f" 0 "$BTRSIM" cat $IMGS "/$f"
+	cmp -s "$OUT" "$src" || fail "/$f reads back different"
+	done_check
+done
+# shellcheck disable=SC2086
+run "$BASE-check" 0 "$BTRSIM" check $IMGS
+out_has '^no error found$'; done_check
+KIMGS=""
+for img in $IMGS; do cp --sparse=always "$img" "$img.k"; KIMGS="$KIMGS $img.k"; done
+# shellcheck disable=SC2086
+run "$BASE-scrub" 0 "$BTRSIM" scrub -r -d -R $IMGS
+counters "$OUT" >"$T/ref.cnt"
+# shellcheck disable=SC2086
+kscrub "$T/kernel.out" $KIMGS
+counters "$T/kernel.out" >"$T/kernel.cnt"
+cmp -s "$T/kernel.cnt" "$T/ref.cnt" ||
+	fail "counters differ (kernel < > ref): $(diff "$T/kernel.cnt" "$T/ref.cnt" | grep '^[<>]' | head -8 | tr '\n' '|')"
+done_check
+# shellcheck disable=SC2086
+run "$BASE-ref-writes" 0 "$BTRSIM" put $IMGS "$T/src/f2" /from-ref
+done_check
+DEVS=""
+run "$BASE-kernel-reads" 0 true
+for img in $IMGS; do attach "$img" && DEVS="$DEVS $LOOP"; done
+set -- $DEVS
+btrfs check --readonly "$1" >"$T/progs.log" 2>&1 || fail "btrfs check: $(grep -m2 -iE 'error|mismatch' "$T/progs.log" | tr '\n' '|')"
+# shellcheck disable=SC2086
+if mount_dev "$T/mnt" ro $DEVS 2>"$T/mount.err"; then
+	cmp -s "$T/mnt/from-ref" "$T/src/f2" || fail "the kernel reads ref's file wrong"
+	unmount "$T/mnt"
+else
+	fail "mount: $(head -c 200 "$T/mount.err")"
+fi
+detach_all
+done_check
+# shellcheck disable=SC2086
+rm -f $IMGS $KIMGS
