@@ -3,7 +3,7 @@
  * in the dev tree, in the layout of `btrfs device stats` (btrfs-progs 6.2),
  * with its -z (reset) and -c (exit 64 when any counter is not zero); and
  * `btrsim device replace`: a device rebuilt onto a new image (btrfs replace
- * start -B).
+ * start -B); `btrsim device add`: a new image joins as a device.
  */
 #include "cli/fsops.h"
 #include "cli/image.h"
@@ -19,6 +19,7 @@
 static const char usage_text[] =
 	"usage: btrsim device stats [-z] [-c] IMG...\n"
 	"       btrsim device replace [-r] [-f] SRC TARGET IMG...\n"
+	"       btrsim device add [-f] NEW IMG...\n"
 	"\n"
 	"The error counters of each device of the file system on the images, as\n"
 	"'btrfs device stats' prints them: write, read and flush errors of requests,\n"
@@ -38,10 +39,14 @@ static const char usage_text[] =
 	"superblocks are wiped.\n"
 	"\n"
 	"  -r            read SRC only where no other copy is good\n"
-	"  -f            overwrite a file system on TARGET\n"
+	"  -f            overwrite a file system on TARGET (add: on NEW)\n"
 	"  -h, --help    show this help\n"
 	"\n"
-	"(Adding and removing devices are not implemented yet.)\n"
+	"add makes the image NEW a new device of the file system on IMG... (the next\n"
+	"devid), as 'btrfs device add': NEW is created as large as the largest IMG\n"
+	"when it does not exist, and must hold at least 256 MiB and no btrfs file\n"
+	"system (-f wipes one).  New chunks may go there from then on; existing ones\n"
+	"stay (a balance would move them: not implemented, nor is device remove).\n"
 	"\n"
 	"Exit status: 0; stats: 64 with -c when an error was counted; replace: 3\n"
 	"when bytes no copy held correctly were copied as they were; 1 when the file\n"
@@ -164,6 +169,67 @@ static int prepare_target(const char *target, bool force, char **imgs, int nimg)
 	return rc;
 }
 
+/* The volume of imgs[0..nimg) and `extra` (a spare), mounted degraded with
+ * spares, for replace and add. */
+static int mount_with_spare(char **imgs, int nimg, const char *extra, struct cli_mount *m)
+{
+	char *all[SIM_MAX_DISKS];
+	for (int i = 0; i < nimg; i++)
+		all[i] = imgs[i];
+	all[nimg] = (char *)extra;
+	*m = (struct cli_mount){ .cmd = &cli_cmd_device };
+	int rc = cli_open_volume(&cli_cmd_device, all, nimg + 1, true, &m->vol);
+	if (rc)
+		return rc;
+	struct ref_mount_opts mo = { .open = { .super_mirror = -1, .log = stderr, .degraded = true,
+					       .spares = true },
+				     .clock_start = (uint64_t)time(NULL) };
+	char err[256], es[96];
+	int r = ref_mount(m->vol, &mo, &m->fs, err, sizeof(err));
+	if (r) {
+		sim_volume_close(m->vol);
+		return cli_fail(&cli_cmd_device, "%s: %s", cli_errno_str(r, es, sizeof(es)), err);
+	}
+	return 0;
+}
+
+static int add(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool force = false;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "fh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f': force = true; break;
+		case 'h': return cli_help(&cli_cmd_device);
+		default:
+			return cli_usage_error(&cli_cmd_device, "add: unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (argc - optind < 2)
+		return cli_usage_error(&cli_cmd_device, "add: needs NEW and at least one image");
+	const char *newimg = argv[optind];
+	char **imgs = argv + optind + 1;
+	int nimg = argc - optind - 1;
+	if (nimg >= SIM_MAX_DISKS)
+		return cli_usage_error(&cli_cmd_device, "add: at most %d images", SIM_MAX_DISKS - 1);
+	int rc = prepare_target(newimg, force, imgs, nimg);
+	struct cli_mount m;
+	if (rc || (rc = mount_with_spare(imgs, nimg, newimg, &m)))
+		return rc;
+	uint64_t devid;
+	int r = ref_device_add(m.fs, nimg, &devid);
+	if (r)
+		return cli_op_fail(&m, "add", r);
+	printf("added %s as devid %llu\n", newimg, (unsigned long long)devid);
+	return cli_umount(&m);
+}
+
 static int replace(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -201,22 +267,10 @@ static int replace(int argc, char **argv)
 	int rc = prepare_target(target, force, imgs, nimg);
 	if (rc)
 		return rc;
-	char *all[SIM_MAX_DISKS];
-	for (int i = 0; i < nimg; i++)
-		all[i] = imgs[i];
-	all[nimg] = (char *)target;
-	struct cli_mount m = { .cmd = &cli_cmd_device };
-	if ((rc = cli_open_volume(&cli_cmd_device, all, nimg + 1, true, &m.vol)))
+	struct cli_mount m;
+	if ((rc = mount_with_spare(imgs, nimg, target, &m)))
 		return rc;
-	struct ref_mount_opts mo = { .open = { .super_mirror = -1, .log = stderr, .degraded = true,
-					       .spares = true },
-				     .clock_start = (uint64_t)time(NULL) };
-	char err[256], es[96];
-	int r = ref_mount(m.vol, &mo, &m.fs, err, sizeof(err));
-	if (r) {
-		sim_volume_close(m.vol);
-		return cli_fail(&cli_cmd_device, "%s: %s", cli_errno_str(r, es, sizeof(es)), err);
-	}
+	int r;
 	if (src_disk >= 0) { /* the devid of SRC's image */
 		struct ref_dev_stats st[SIM_MAX_DISKS];
 		size_t n;
@@ -252,12 +306,14 @@ static int cmd_device(int argc, char **argv)
 		return stats(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "replace"))
 		return replace(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "add"))
+		return add(argc - 1, argv + 1);
 	return cli_usage_error(&cli_cmd_device, "unknown command '%s'", argv[1]);
 }
 
 const struct cli_cmd cli_cmd_device = {
 	.name = "device",
-	.summary = "per-device error counters; replace a device",
+	.summary = "per-device error counters; add and replace devices",
 	.usage = usage_text,
 	.run = cmd_device,
 };

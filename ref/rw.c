@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <xxhash.h>
 
 struct rw_tree *rw_tree_find(ref_fs *fs, uint64_t id)
 {
@@ -264,4 +265,19 @@ void rw_free(ref_fs *fs)
 	free(rw->devs);
 	free(rw);
 	fs->rw = NULL;
+}
+
+/* A version-4 uuid drawn from the file system's state (fsid, tree id,
+ * transaction, clock), so that a run is reproducible. */
+void rw_new_uuid(ref_fs *fs, uint64_t id, uint8_t out[BTRFS_UUID_SIZE])
+{
+	uint64_t in[4] = { id, fs->rw->transid, fs->rw->time_ns, fs->rw->commits };
+	uint8_t buf[sizeof(fs->sb.fsid) + sizeof(in)];
+	memcpy(buf, fs->sb.fsid, sizeof(fs->sb.fsid));
+	memcpy(buf + sizeof(fs->sb.fsid), in, sizeof(in));
+	XXH128_canonical_t c;
+	XXH128_canonicalFromHash(&c, XXH3_128bits_withSeed(buf, sizeof(buf), 0x62747273696d));
+	memcpy(out, c.digest, BTRFS_UUID_SIZE);
+	out[6] = (uint8_t)((out[6] & 0x0f) | 0x40);
+	out[8] = (uint8_t)((out[8] & 0x3f) | 0x80);
 }

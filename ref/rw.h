@@ -98,6 +98,11 @@ struct rw_dev {
 	bool missing; /* mounted degraded without it: no new chunk goes there */
 };
 
+/* A version-4 uuid drawn from the file system's state (fsid, `id`, the
+ * transaction, the clock), so that a run is reproducible (new subvolumes,
+ * added devices). */
+void rw_new_uuid(ref_fs *fs, uint64_t id, uint8_t out[BTRFS_UUID_SIZE]);
+
 /* devstats.c: changed counters into the dev tree (a commit's settle round). */
 int devstats_settle(ref_fs *fs, bool *work);
 

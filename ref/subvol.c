@@ -14,7 +14,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/stat.h>
-#include <xxhash.h>
 
 /* The kernel's BTRFS_INODE_ROOT_ITEM_INIT (btrfs_inode.h, not in the uapi
  * headers): the root item's inode was initialised by a kernel that knows
@@ -82,21 +81,6 @@ static int new_subvol_id(ref_fs *fs, uint64_t *id)
 		return ref_fail(fs, EOVERFLOW, "no subvolume ids left");
 	fs->rw->next_subvol_id = *id + 1;
 	return 0;
-}
-
-/* A version-4 uuid drawn from the file system's state (fsid, tree id,
- * transaction, clock), so that a run is reproducible. */
-static void new_uuid(ref_fs *fs, uint64_t id, uint8_t out[BTRFS_UUID_SIZE])
-{
-	uint64_t in[4] = { id, fs->rw->transid, fs->rw->time_ns, fs->rw->commits };
-	uint8_t buf[sizeof(fs->sb.fsid) + sizeof(in)];
-	memcpy(buf, fs->sb.fsid, sizeof(fs->sb.fsid));
-	memcpy(buf + sizeof(fs->sb.fsid), in, sizeof(in));
-	XXH128_canonical_t c;
-	XXH128_canonicalFromHash(&c, XXH3_128bits_withSeed(buf, sizeof(buf), 0x62747273696d));
-	memcpy(out, c.digest, BTRFS_UUID_SIZE);
-	out[6] = (uint8_t)((out[6] & 0x0f) | 0x40);
-	out[8] = (uint8_t)((out[8] & 0x3f) | 0x80);
 }
 
 static int uuid_tree_add(ref_fs *fs, const uint8_t uuid[BTRFS_UUID_SIZE], uint8_t type, uint64_t id)
@@ -201,7 +185,7 @@ int ref_subvol_create(ref_fs *fs, const char *path, uint64_t *id_out)
 	ri.bytenr = htole64(t->root.bytenr);
 	ri.bytes_used = htole64(fs->nodesize);
 	ri.refs = htole32(1);
-	new_uuid(fs, id, ri.uuid);
+	rw_new_uuid(fs, id, ri.uuid);
 	set_time(&ri.otime, &now), set_time(&ri.ctime, &now);
 	ri.ctransid = ri.otransid = htole64(fs->rw->transid);
 	struct rw_tree *rt;
@@ -263,7 +247,7 @@ int ref_snapshot(ref_fs *fs, const char *src, const char *dest, bool readonly, u
 	memset(&ri.drop_progress, 0, sizeof(ri.drop_progress));
 	ri.drop_level = 0;
 	memcpy(ri.parent_uuid, ri.uuid, BTRFS_UUID_SIZE);
-	new_uuid(fs, id, ri.uuid);
+	rw_new_uuid(fs, id, ri.uuid);
 	if (!readonly) {
 		memset(ri.received_uuid, 0, BTRFS_UUID_SIZE);
 		memset(&ri.stime, 0, sizeof(ri.stime));

@@ -108,6 +108,11 @@ struct ref_replace_stats {
 int ref_device_replace(ref_fs *fs, uint64_t devid, int target, bool avoid_src,
 		       struct ref_replace_stats *st);
 
+/* Adds spare disk `disk` (a blank disk of the volume, opened with
+ * ref_open_opts.spares; at least 256 MiB) as a new device: btrfs device add.
+ * *devid gets its devid.  New chunks may use it from then on.  Commits. */
+int ref_device_add(ref_fs *fs, int disk, uint64_t *devid);
+
 /* Sets every device's error counters to 0 and commits (btrfs device stats -z). */
 int ref_dev_stats_reset(ref_fs *fs);
 

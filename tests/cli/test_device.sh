@@ -99,3 +99,16 @@ done_check
 run replace-force-reads 0 "$BTRSIM" cat "$T/n.img" "$T/other.img" /f
 cmp -s "$OUT" "$T/f" || fail "/f reads back different"
 done_check
+
+# ---- add ----
+
+run add-few 2 "$BTRSIM" device add "$T/n.img"
+err_has 'add: needs NEW and at least one image'; done_check
+run add 0 "$BTRSIM" device add "$T/c.img" "$T/n.img" "$T/other.img"
+out_has "^added $T/c.img as devid 3$"; done_check
+run added-check 0 "$BTRSIM" check "$T/n.img" "$T/other.img" "$T/c.img"
+out_has '^no error found$'; done_check
+run added-stats 0 "$BTRSIM" device stats "$T/n.img" "$T/other.img" "$T/c.img"
+out_has "^\[$T/c.img\]\.write_io_errs    0$"; done_check
+run add-again-refused 1 "$BTRSIM" device add "$T/c.img" "$T/n.img" "$T/other.img"
+err_has 'holds a btrfs file system'; done_check

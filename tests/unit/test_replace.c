@@ -5,7 +5,8 @@
  * other disks and the spare opens without degraded, every file reads as
  * written, the checker is clean, a scrub finds nothing wrong (every copy and
  * every parity right), and the old disk is no longer taken for the device.
- * A spare too small, or a disk that is not a spare, is refused.
+ * A spare too small, or a disk that is not a spare, is refused.  And
+ * ref_device_add: a spare joins as a new device that new chunks use.
  */
 #include "testutil.h"
 #include "wrutil.h"
@@ -200,11 +201,57 @@ Test(replace, refused)
 	cr_assert(strstr(ref_error(fs), "needs"), "%s", ref_error(fs));
 	WU_ERR(fs, ref_device_replace(fs, 1, 1, false, &st), EINVAL); /* a device, not a spare */
 	WU_ERR(fs, ref_device_replace(fs, 9, 2, false, &st), ENOENT);
+	WU_ERR(fs, ref_device_add(fs, 2, NULL), EINVAL); /* 64 MiB: too small to add */
+	cr_assert(strstr(ref_error(fs), "at least 256 MiB"), "%s", ref_error(fs));
 	WU_OK(fs, ref_umount(fs));
 	sim_volume_close(vol);
 	/* Without spares, a blank disk fails the open as before. */
 	vol = volume(&v, 7);
 	cr_assert_eq(ref_mount(vol, NULL, &fs, err, sizeof(err)), -EINVAL);
+	sim_volume_close(vol);
+	drop(&v);
+}
+
+/* ref_device_add: a spare joins a RAID1 volume as devid 3; the new chunks
+ * written after it may use it, and the three disks open whole, read and
+ * check clean.  A disk that is no spare, or too small, is refused. */
+Test(replace, device_add)
+{
+	struct imgs v;
+	make(&v, 2, RAID1, RAID1, 300);
+	sim_volume *vol = volume(&v, 7);
+	struct ref_mount_opts mo = { .open = { .super_mirror = -1, .spares = true } };
+	ref_fs *fs;
+	char err[256];
+	cr_assert_eq(ref_mount(vol, &mo, &fs, err, sizeof(err)), 0, "mount: %s", err);
+	uint64_t devid = 0;
+	WU_ERR(fs, ref_device_add(fs, 0, &devid), EINVAL); /* a device already */
+	WU_OK(fs, ref_device_add(fs, 2, &devid));
+	cr_assert_eq(devid, 3);
+	WU_ERR(fs, ref_device_add(fs, 2, &devid), EINVAL); /* not a spare any more */
+	size_t before = fs->nchunks;
+	uint8_t *big = tu_pat(8 * MIB, 77);
+	bool on_new = false;
+	for (int i = 0; i < 24 && !on_new; i++) {
+		char p[16];
+		snprintf(p, sizeof(p), "/g%d", i);
+		WU_OK(fs, ref_create(fs, p, 0644));
+		WU_OK(fs, ref_write(fs, p, big, 8 * MIB, 0));
+		WU_OK(fs, ref_sync(fs));
+		for (size_t c = before; c < fs->nchunks; c++)
+			for (unsigned s = 0; s < fs->chunks[c].num_stripes; s++)
+				on_new |= fs->chunks[c].stripes[s].devid == 3;
+	}
+	cr_assert(on_new, "no new chunk on the added device");
+	WU_OK(fs, ref_umount(fs));
+	free(big);
+	sim_volume_close(vol);
+	vol = volume(&v, 7);
+	expect_all_right(vol);
+	struct ref_open_opts oo = { .super_mirror = -1 };
+	cr_assert_eq(ref_open(vol, &oo, &fs, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(LE64(ref_super(fs)->num_devices), 3);
+	ref_close(fs);
 	sim_volume_close(vol);
 	drop(&v);
 }
