@@ -182,6 +182,10 @@ static int cmd_campaign(int argc, char **argv)
 		ce.faults_path = NULL;
 	}
 	char err[1024];
+	if (db && ce.o.lose_disk) {
+		cli_explore_free(&ce);
+		return cli_usage_error(&cli_cmd_campaign, "--lose-disk is not recorded: not with --db");
+	}
 	if (cli_explore_load(&ce, err, sizeof(err)))
 		return cli_fail(&cli_cmd_campaign, "%s", err);
 	/* Checked before the store is touched: a bad --ops or --files is usage. */

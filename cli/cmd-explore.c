@@ -85,6 +85,11 @@ static int cmd_explore(int argc, char **argv)
 		cli_explore_free(&ce);
 		return cli_fail(&cli_cmd_explore, "out of memory");
 	}
+	if (db && ce.o.lose_disk) { /* (a replay could not judge its states the same) */
+		wl_free(&w);
+		cli_explore_free(&ce);
+		return cli_usage_error(&cli_cmd_explore, "--lose-disk is not recorded: not with --db");
+	}
 	if (cli_explore_load(&ce, err, sizeof(err))) {
 		wl_free(&w);
 		return cli_fail(&cli_cmd_explore, "%s", err);
@@ -118,6 +123,9 @@ static int cmd_explore(int argc, char **argv)
 	       res->violations == 1 ? "" : "s");
 	if (res->detected)
 		printf(", %zu with injected damage detected", res->detected);
+	if (res->degraded_states)
+		printf("; %zu states with a disk lost, %zu of them unreadable (the write hole)",
+		       res->degraded_states, res->write_hole);
 	printf("\n");
 	if (out.run_id)
 		printf("recorded as run %lld in %s\n", (long long)out.run_id, db);

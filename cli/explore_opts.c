@@ -65,6 +65,7 @@ int cli_explore_opt(struct cli_explore *ce, const struct cli_cmd *cmd, int c, co
 				       arg ? arg : "");
 	case 'F': ce->faults_path = arg; return 0;
 	case 'Q': ce->quota = true; return 0;
+	case 'L': ce->o.lose_disk = true; return 0;
 	default: return -1;
 	}
 }

@@ -25,6 +25,9 @@
 	"                      metadata are RAID1 and each disk crashes on its own\n" \
 	"  --profile P         data and metadata in profile P instead (single, dup,\n" \
 	"                      raid0, raid1, raid1c3, raid1c4, raid10, raid5, raid6)\n" \
+	"  --lose-disk         judge each state again with each disk lost (degraded):\n" \
+	"                      a legal state, or unreadable (the RAID5/6 write hole,\n" \
+	"                      counted), never wrong; not with --db\n" \
 	"  --faults PLAN       arm the fault plan PLAN while the workload runs\n" \
 	"                      (faults/README.md); its sim lines damage the disks\n" \
 	"  --quota             quota groups on: each workload starts with quota-enable\n" \
@@ -36,7 +39,7 @@
 	{ "torn", required_argument, NULL, 't' }, { "seed", required_argument, NULL, 's' }, \
 	{ "nodesize", required_argument, NULL, 'N' }, { "disks", required_argument, NULL, 'K' }, \
 	{ "faults", required_argument, NULL, 'F' }, { "quota", no_argument, NULL, 'Q' }, \
-	{ "profile", required_argument, NULL, 'P' }
+	{ "profile", required_argument, NULL, 'P' }, { "lose-disk", no_argument, NULL, 'L' }
 
 struct cli_explore {
 	struct explore_opts o;

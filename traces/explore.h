@@ -77,6 +77,11 @@ struct explore_opts {
 	size_t skip_ops;     /* no crash points in the IO of the first skip_ops ops (a setup) */
 	bool stop_first;     /* stop at the first violation (minimization) */
 	bool minimize_picks; /* reduce the first violation's picks to a minimal set (true) */
+	/* Each state that passes is judged again with each of its disks lost
+	 * (opened degraded): what it shows must be a legal state, or fail to
+	 * read (the write hole: a row whose data and parity the crash left
+	 * disagreeing loses what the lost disk held); never wrong bytes. */
+	bool lose_disk;
 	const struct fault_plan *faults; /* armed while the workload runs (NULL: none) */
 	const struct explore_sink *sink; /* NULL: nothing recorded */
 	FILE *log;           /* one line per crash point (NULL: quiet) */
@@ -88,6 +93,10 @@ void explore_defaults(struct explore_opts *o);
 
 struct explore_result {
 	size_t ops, crash_points, states, violations, detected;
+	/* With lose_disk: the states judged again with a disk lost, and of
+	 * them those whose committed data a lost disk made unreadable (the
+	 * RAID5/6 write hole: detected, never wrong). */
+	size_t degraded_states, write_hole;
 	double seconds;
 	/* The first violation: its state, verdict and picks (minimized when
 	 * minimize_picks is set), and the text: where, and the diff. */

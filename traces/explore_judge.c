@@ -213,6 +213,60 @@ static bool detected(const char *text)
 			strstr(text, "no valid btrfs superblock"));
 }
 
+/* The state with each disk lost in turn, opened degraded: the tree it
+ * shows must be a legal one.  One it cannot show (a read or the mount
+ * failing) is the write hole when a profile has parity (a row whose data and
+ * parity the crash left disagreeing: counted, no violation); with mirrored
+ * profiles only, which have no write hole, it is a violation. */
+static enum explore_verdict judge_lost_disks(const struct ex *x, sim_volume *v, size_t point,
+					     char *why, size_t whylen)
+{
+	size_t lo, hi;
+	legal_range(x, point, &lo, &hi);
+	for (unsigned d = 0; d < sim_volume_ndisks(v); d++) {
+		sim_volume *c;
+		if (sim_volume_clone(v, &c)) {
+			snprintf(why, whylen, "cloning the state to lose disk %u: out of memory", d);
+			return EXPLORE_READ;
+		}
+		sim_disk_lose(c, d);
+		x->res->degraded_states++;
+		struct ref_open_opts oo = { .super_mirror = -1, .degraded = true };
+		ref_fs *fs;
+		char err[512];
+		char *text = NULL;
+		if (ref_open(c, &oo, &fs, err, sizeof(err)) == 0) {
+			text = describe(fs, err, sizeof(err));
+			ref_close(fs);
+		}
+		sim_volume_close(c);
+		const uint64_t mirrored = BTRFS_BLOCK_GROUP_RAID1 | BTRFS_BLOCK_GROUP_RAID1C3 |
+					  BTRFS_BLOCK_GROUP_RAID1C4 | BTRFS_BLOCK_GROUP_RAID10;
+		if (!text && (x->o->data_profile & mirrored) && (x->o->meta_profile & mirrored)) {
+			snprintf(why, whylen, "with disk %u lost, a mirrored volume does not read: %s", d, err);
+			return EXPLORE_READ;
+		}
+		if (!text) {
+			x->res->write_hole++;
+			continue;
+		}
+		bool ok = false;
+		for (size_t j = lo; j <= hi && !ok; j++)
+			ok = !strcmp(text, x->snaps[j]);
+		if (!ok) {
+			char diff[1200];
+			first_diff(x->snaps[hi], text, diff, sizeof(diff));
+			snprintf(why, whylen,
+				 "with disk %u lost, no legal state (after operations %zu..%zu): %s", d, lo,
+				 hi, diff);
+			free(text);
+			return EXPLORE_ORACLE;
+		}
+		free(text);
+	}
+	return EXPLORE_OK;
+}
+
 enum explore_verdict explore_judge(const struct ex *x, sim_volume *v, size_t point, bool damaged,
 				   char *why, size_t whylen)
 {
@@ -293,5 +347,7 @@ enum explore_verdict explore_judge(const struct ex *x, sim_volume *v, size_t poi
 	}
 	free(report);
 	ref_close(fs);
+	if (verdict == EXPLORE_OK && x->o->lose_disk)
+		verdict = judge_lost_disks(x, v, point, why, whylen);
 	return verdict;
 }

@@ -119,6 +119,20 @@ done_check
 run explore-raid6 0 "$BTRSIM" explore --disks 4 --profile raid6 --max-subset 5 --samples 4 "$T/w.wl"
 out_has ' 0 violations$'
 done_check
+# The write hole: every state judged again with each disk lost.  RAID5 rows
+# that a crash left with data and parity disagreeing lose what the lost disk
+# held (unreadable, counted, never wrong); RAID1 has no write hole: every
+# state reads with either disk lost.
+printf 'mkdir /d\ncreate /d/a\nwrite /d/a 0 70000 1\nfsync /d/a\ncreate /d/b\nwrite /d/b 0 20000 2\nsync\n' >"$T/hole.wl"
+run explore-write-hole-raid5 0 "$BTRSIM" explore --disks 3 --profile raid5 --lose-disk "$T/hole.wl"
+out_has ' 0 violations; [1-9][0-9]* states with a disk lost, [1-9][0-9]* of them unreadable \(the write hole\)$'
+done_check
+run explore-write-hole-raid1 0 "$BTRSIM" explore --disks 2 --profile raid1 --lose-disk "$T/hole.wl"
+out_has ' 0 violations; [1-9][0-9]* states with a disk lost, 0 of them unreadable'
+done_check
+run explore-lose-disk-not-recorded 2 "$BTRSIM" explore --disks 2 --lose-disk --db "$db" "$T/hole.wl"
+err_has 'lose-disk is not recorded: not with --db'
+done_check
 run explore-profile-needs-disks 1 "$BTRSIM" explore --profile raid6 --disks 2 "$T/w.wl"
 err_has 'RAID6 needs at least 3 devices'
 done_check
