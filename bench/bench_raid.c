@@ -24,41 +24,16 @@
 #define DISK_MIB 1024
 #define ROUNDS 3
 
-static const struct {
-	const char *name;
-	uint64_t bit;
-} profiles[] = {
-	{ "single", 0 },
-	{ "raid0", BTRFS_BLOCK_GROUP_RAID0 },
-	{ "raid1", BTRFS_BLOCK_GROUP_RAID1 },
-	{ "raid1c3", BTRFS_BLOCK_GROUP_RAID1C3 },
-	{ "raid1c4", BTRFS_BLOCK_GROUP_RAID1C4 },
-	{ "raid10", BTRFS_BLOCK_GROUP_RAID10 },
-	{ "raid5", BTRFS_BLOCK_GROUP_RAID5 },
-	{ "raid6", BTRFS_BLOCK_GROUP_RAID6 },
+static const uint64_t profiles[] = {
+	0,
+	BTRFS_BLOCK_GROUP_RAID0,
+	BTRFS_BLOCK_GROUP_RAID1,
+	BTRFS_BLOCK_GROUP_RAID1C3,
+	BTRFS_BLOCK_GROUP_RAID1C4,
+	BTRFS_BLOCK_GROUP_RAID10,
+	BTRFS_BLOCK_GROUP_RAID5,
+	BTRFS_BLOCK_GROUP_RAID6,
 };
-
-/* A fresh n-disk volume in `prof`, mkfs'd, mounted. */
-static ref_fs *fresh(sim_volume **vol, unsigned n, uint64_t prof)
-{
-	struct sim_volume_config cfg;
-	sim_config_init(&cfg, n, DISK_MIB * MIB, 1);
-	cfg.latency = (struct sim_latency){ 0 };
-	char err[256];
-	if (sim_volume_open(&cfg, vol, err, sizeof(err)))
-		bench_die("volume", err);
-	struct ref_mkfs_opts o;
-	ref_mkfs_defaults(&o);
-	o.seed = 1;
-	o.time = 1700000000;
-	o.data_profile = o.meta_profile = prof;
-	if (ref_mkfs(*vol, &o, NULL, err, sizeof(err)))
-		bench_die("mkfs", err);
-	ref_fs *fs;
-	if (ref_mount(*vol, NULL, &fs, err, sizeof(err)))
-		bench_die("mount", err);
-	return fs;
-}
 
 /* Writes `mib` MiB to /f in 1 MiB calls and unmounts (the commit counted). */
 static double write_file(ref_fs *fs, unsigned mib)
@@ -136,7 +111,7 @@ static void profiles_bench(unsigned mib)
 		uint64_t scrubbed = 0;
 		for (int round = 0; round < ROUNDS; round++) {
 			sim_volume *vol;
-			ref_fs *fs = fresh(&vol, NDISKS, profiles[p].bit);
+			ref_fs *fs = bench_fresh_profile(&vol, NDISKS, DISK_MIB * MIB, profiles[p]);
 			w = best(w, write_file(fs, mib));
 			r = best(r, read_file(vol, mib));
 			s = best(s, scrub(vol, &scrubbed));
@@ -147,7 +122,7 @@ static void profiles_bench(unsigned mib)
 			base_r = r;
 		}
 		printf("%-8s write %7.1f MiB/s (%.2fx single)  read %7.1f MiB/s (%.2fx single)  scrub %7.1f MiB/s of copies (%.2fx its read)\n",
-		       profiles[p].name, mib / w, base_w / w, mib / r, base_r / r,
+		       ref_profile_name(profiles[p]), mib / w, base_w / w, mib / r, base_r / r,
 		       (double)scrubbed / MIB / s, (double)scrubbed / MIB / s / (mib / r));
 	}
 }
@@ -158,7 +133,7 @@ static double rebuild_time(uint64_t prof, unsigned mib)
 	double best_t = 1e9;
 	for (int round = 0; round < ROUNDS; round++) {
 		sim_volume *vol;
-		ref_fs *fs = fresh(&vol, NDISKS, prof);
+		ref_fs *fs = bench_fresh_profile(&vol, NDISKS, DISK_MIB * MIB, prof);
 		write_file(fs, mib);
 		sim_disk_lose(vol, 1);
 		sim_disk_replace(vol, 1); /* a blank disk in its place: the spare */
@@ -189,7 +164,7 @@ static void rebuild_bench(void)
 			if (mib == 64)
 				base = t;
 			printf("rebuild of a lost disk, %s on 4 disks, %u MiB of data: %.1f ms, %.2fx the 64 MiB one (goal: about linear)\n",
-			       profs[p] == BTRFS_BLOCK_GROUP_RAID1 ? "raid1" : "raid5", mib, t * 1e3, t / base);
+			       ref_profile_name(profs[p]), mib, t * 1e3, t / base);
 		}
 	}
 }

@@ -21,5 +21,8 @@ _Noreturn void bench_die(const char *what, const char *why);
 /* A one-disk memory volume of `size` bytes (no simulated latency), mkfs'd
  * (seed 1) and mounted; dirty_limit 0 keeps ref's default. */
 ref_fs *bench_fresh(sim_volume **vol, uint64_t size, uint64_t dirty_limit);
+/* The same on `ndisks` disks of `size` bytes, data and metadata in
+ * `profile` (a BTRFS_BLOCK_GROUP_* bit, 0 for single). */
+ref_fs *bench_fresh_profile(sim_volume **vol, unsigned ndisks, uint64_t size, uint64_t profile);
 
 #endif

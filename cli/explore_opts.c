@@ -1,6 +1,7 @@
 /* explore_opts.c - the options of explore and campaign (explore_opts.h). */
 #include "cli/explore_opts.h"
 #include "faults/plan.h"
+#include "ref/ref.h"
 
 #include <linux/btrfs_tree.h>
 #include <stdlib.h>
@@ -14,20 +15,6 @@ void cli_explore_init(struct cli_explore *ce)
 	ce->profile = -1;
 }
 
-static const struct {
-	const char *name;
-	uint64_t bit;
-} profile_names[] = {
-	{ "single", 0 },
-	{ "dup", BTRFS_BLOCK_GROUP_DUP },
-	{ "raid0", BTRFS_BLOCK_GROUP_RAID0 },
-	{ "raid1", BTRFS_BLOCK_GROUP_RAID1 },
-	{ "raid1c3", BTRFS_BLOCK_GROUP_RAID1C3 },
-	{ "raid1c4", BTRFS_BLOCK_GROUP_RAID1C4 },
-	{ "raid10", BTRFS_BLOCK_GROUP_RAID10 },
-	{ "raid5", BTRFS_BLOCK_GROUP_RAID5 },
-	{ "raid6", BTRFS_BLOCK_GROUP_RAID6 },
-};
 
 int cli_explore_opt(struct cli_explore *ce, const struct cli_cmd *cmd, int c, const char *arg)
 {
@@ -56,11 +43,10 @@ int cli_explore_opt(struct cli_explore *ce, const struct cli_cmd *cmd, int c, co
 		ce->o.meta_profile = v > 1 ? BTRFS_BLOCK_GROUP_RAID1 : BTRFS_BLOCK_GROUP_DUP;
 		return 0;
 	case 'P':
-		for (size_t i = 0; i < sizeof(profile_names) / sizeof(profile_names[0]); i++)
-			if (arg && !strcmp(arg, profile_names[i].name)) {
-				ce->profile = (int64_t)profile_names[i].bit;
-				return 0;
-			}
+		if (!ref_profile_parse(arg, &v)) {
+			ce->profile = (int64_t)v;
+			return 0;
+		}
 		return cli_usage_error(cmd, "--profile takes single, dup, raid0, raid1, raid1c3, raid1c4, raid10, raid5 or raid6, not '%s'",
 				       arg ? arg : "");
 	case 'F': ce->faults_path = arg; return 0;

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <strings.h>
 
 const char *ref_profile_name(uint64_t type)
 {
@@ -22,6 +23,25 @@ const char *ref_profile_name(uint64_t type)
 	case BTRFS_BLOCK_GROUP_RAID6: return "RAID6";
 	default: return "mixed-profile";
 	}
+}
+
+int ref_profile_parse(const char *name, uint64_t *bit)
+{
+	static const uint64_t all[] = { 0,
+					BTRFS_BLOCK_GROUP_DUP,
+					BTRFS_BLOCK_GROUP_RAID0,
+					BTRFS_BLOCK_GROUP_RAID1,
+					BTRFS_BLOCK_GROUP_RAID1C3,
+					BTRFS_BLOCK_GROUP_RAID1C4,
+					BTRFS_BLOCK_GROUP_RAID10,
+					BTRFS_BLOCK_GROUP_RAID5,
+					BTRFS_BLOCK_GROUP_RAID6 };
+	for (size_t i = 0; name && i < sizeof(all) / sizeof(all[0]); i++)
+		if (!strcasecmp(name, ref_profile_name(all[i]))) {
+			*bit = all[i];
+			return 0;
+		}
+	return -EINVAL;
 }
 
 static bool pow2(uint64_t x)

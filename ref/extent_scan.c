@@ -91,3 +91,14 @@ void extent_verify(ref_fs *fs, const struct ref_extent *e, uint64_t at, const ui
 	}
 }
 
+/* (internal.h) */
+void extent_read_copy(ref_fs *fs, int disk, uint64_t physical, uint8_t *buf, size_t len,
+		      uint8_t *verdict)
+{
+	uint32_t ss = fs->sectorsize;
+	if (sim_read(fs->vol, (unsigned)disk, physical, buf, len) == 0)
+		return;
+	for (size_t o = 0; o < len; o += ss)
+		if (sim_read(fs->vol, (unsigned)disk, physical + o, buf + o, ss))
+			verdict[o / ss] = EXT_BAD_READ;
+}

@@ -101,7 +101,6 @@ int chunk_map(const struct ref_chunk *c, uint64_t logical, uint64_t len, struct 
 int chunk_load_sys_array(ref_fs *fs);
 int chunk_load_tree(ref_fs *fs);
 void chunk_free_all(ref_fs *fs);
-const char *ref_profile_name(uint64_t type);
 /* Validates a chunk item as the kernel's btrfs_check_chunk_valid does; returns
  * NULL or a reason. */
 const char *chunk_item_invalid(const ref_fs *fs, uint64_t logical, const struct btrfs_chunk *c,
@@ -141,6 +140,11 @@ enum { EXT_OK = 0, EXT_BAD_READ, EXT_BAD_CSUM, EXT_BAD_VERIFY };
 int chunk_extents(ref_fs *fs, const struct ref_chunk *c, struct ref_extent **out, size_t *n);
 void extent_verify(ref_fs *fs, const struct ref_extent *e, uint64_t at, const uint8_t *buf,
 		   size_t len, const uint8_t *csums, const bool *have, uint8_t *verdict);
+/* Reads len bytes of one copy straight off sim disk `disk`; a failing read
+ * is retried sector by sector so that only the unreadable sectors get
+ * EXT_BAD_READ in verdict[]. */
+void extent_read_copy(ref_fs *fs, int disk, uint64_t physical, uint8_t *buf, size_t len,
+		      uint8_t *verdict);
 
 /* data.c: reads of data extents with checksum verification and repair. */
 int data_read(ref_fs *fs, uint64_t logical, void *buf, size_t len, bool nodatasum);

@@ -210,6 +210,15 @@ void ref_read_stats(const ref_fs *fs, uint64_t *repaired, uint64_t *csum_errors)
  * repair: only on a file system mounted for writing, as the kernel repairs). */
 uint64_t ref_read_rewritten(const ref_fs *fs);
 
+/* ---- Profiles (chunk.c) ---- */
+
+/* A block group type's profile as btrfs-progs prints it: "single", "DUP",
+ * "RAID0", ..., "RAID6". */
+const char *ref_profile_name(uint64_t type);
+/* The profile bit (BTRFS_BLOCK_GROUP_*, 0 for single) named by `name`, in
+ * any case ("raid5", "RAID5", "single"): 0, or -EINVAL for another name. */
+int ref_profile_parse(const char *name, uint64_t *bit);
+
 /* ---- Device stats (devstats.c) ---- */
 
 /* A present device's error counters, indexed by BTRFS_DEV_STAT_WRITE_ERRS,

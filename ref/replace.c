@@ -74,11 +74,7 @@ static int copy_run(struct replace *rp, const struct ref_chunk *c, const struct 
 			if (copies[m].disk < 0)
 				continue; /* missing, or a RAID5/6 rebuilt copy (not here) */
 			memset(verdict, 0, nsec);
-			if (sim_read(fs->vol, (unsigned)copies[m].disk, copies[m].physical, buf, len))
-				for (size_t i = 0; i < nsec; i++)
-					if (sim_read(fs->vol, (unsigned)copies[m].disk, copies[m].physical + i * ss,
-						     buf + i * ss, ss))
-						verdict[i] = EXT_BAD_READ;
+			extent_read_copy(fs, copies[m].disk, copies[m].physical, buf, len, verdict);
 			extent_verify(fs, e, at, buf, len, csums, have, verdict);
 			for (size_t i = 0; i < nsec; i++)
 				if (!done[i] && verdict[i] == EXT_OK) {

@@ -63,19 +63,6 @@ static struct ref_scrub_dev *dev_of(struct scrub *s, int disk)
 	return NULL;
 }
 
-/* Reads len bytes of one copy; a failing read is retried sector by sector so
- * that only the unreadable sectors are marked. */
-static void read_copy(struct scrub *s, int disk, uint64_t physical, uint8_t *buf, size_t len,
-		      uint8_t *verdict)
-{
-	uint32_t ss = s->fs->sectorsize;
-	if (sim_read(s->fs->vol, (unsigned)disk, physical, buf, len) == 0)
-		return;
-	for (size_t o = 0; o < len; o += ss)
-		if (sim_read(s->fs->vol, (unsigned)disk, physical + o, buf + o, ss))
-			verdict[o / ss] = EXT_BAD_READ;
-}
-
 static void count_error(struct ref_scrub_dev *d, uint8_t v)
 {
 	if (v == EXT_BAD_READ)
@@ -114,7 +101,7 @@ static int scrub_run(struct scrub *s, const struct ref_chunk *c, const struct re
 			memset(verdict[m], 0xff, nsec); /* missing: no verdict */
 			continue;
 		}
-		read_copy(s, copies[m].disk, copies[m].physical, buf[m], len, verdict[m]);
+		extent_read_copy(fs, copies[m].disk, copies[m].physical, buf[m], len, verdict[m]);
 		extent_verify(s->fs, e, at, buf[m], len, csums, have, verdict[m]);
 		/* As the kernel counts: an extent once per 64 KiB stripe of the
 		 * device it is read from; last_physical the end of that stripe. */

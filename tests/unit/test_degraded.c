@@ -45,15 +45,8 @@ struct vol_files {
  * given) with NF files, saved to image files. */
 static void make_images(struct vol_files *v, unsigned n, uint64_t data, uint64_t meta)
 {
-	sim_volume *vol = tu_open(n, 160 * MIB, 4096, 5);
-	struct ref_mkfs_opts o;
-	ref_mkfs_defaults(&o);
-	o.seed = 8;
-	o.time = 1700000000;
-	o.data_profile = data;
-	o.meta_profile = meta;
+	sim_volume *vol = wu_volume(n, 160, data, meta, 8);
 	char err[256];
-	cr_assert_eq(ref_mkfs(vol, &o, NULL, err, sizeof(err)), 0, "mkfs: %s", err);
 	ref_fs *fs;
 	cr_assert_eq(ref_mount(vol, NULL, &fs, err, sizeof(err)), 0, "mount: %s", err);
 	for (int f = 0; f < NF; f++) {

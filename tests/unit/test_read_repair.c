@@ -24,15 +24,8 @@ TestSuite(read_repair);
 
 static sim_volume *make_fs(unsigned ndisks, uint64_t data, uint64_t meta)
 {
-	sim_volume *vol = tu_open(ndisks, 128 * MIB, 4096, 3);
-	struct ref_mkfs_opts o;
-	ref_mkfs_defaults(&o);
-	o.seed = 7;
-	o.time = 1700000000;
-	o.data_profile = data;
-	o.meta_profile = meta;
+	sim_volume *vol = wu_volume(ndisks, 128, data, meta, 7);
 	char err[256];
-	cr_assert_eq(ref_mkfs(vol, &o, NULL, err, sizeof(err)), 0, "mkfs: %s", err);
 	ref_fs *fs;
 	cr_assert_eq(ref_mount(vol, NULL, &fs, err, sizeof(err)), 0, "mount: %s", err);
 	uint8_t *buf = tu_pat(FILE_LEN, 9);
@@ -58,27 +51,6 @@ static ref_fs *mount_rw(sim_volume *vol)
 	char err[256];
 	cr_assert_eq(ref_mount(vol, NULL, &fs, err, sizeof(err)), 0, "mount: %s", err);
 	return fs;
-}
-
-/* The logical address of /f's data (its one extent). */
-static uint64_t data_logical(ref_fs *fs)
-{
-	struct ref_ino ino;
-	WU_OK(fs, ref_lookup_path(fs, "/f", false, &ino));
-	struct ref_root root;
-	WU_OK(fs, ref_find_root(fs, BTRFS_FS_TREE_OBJECTID, &root));
-	struct ref_key k = { ino.ino, BTRFS_EXTENT_DATA_KEY, 0 };
-	struct ref_path p;
-	WU_OK(fs, ref_search(fs, &root, &k, &p));
-	const uint8_t *d;
-	uint32_t size;
-	ref_path_item(&p, &k, &d, &size);
-	cr_assert_eq(k.type, BTRFS_EXTENT_DATA_KEY);
-	const struct btrfs_file_extent_item *fe = (const void *)d;
-	cr_assert_eq(fe->type, BTRFS_FILE_EXTENT_REG);
-	uint64_t at = LE64(fe->disk_bytenr);
-	ref_path_release(fs, &p);
-	return at;
 }
 
 static struct ref_phys where(ref_fs *fs, uint64_t logical, int copy)
@@ -155,7 +127,7 @@ static void data_raid1(bool latent)
 {
 	sim_volume *vol = make_fs(2, BTRFS_BLOCK_GROUP_RAID1, BTRFS_BLOCK_GROUP_RAID1);
 	ref_fs *fs = open_ro(vol);
-	uint64_t at = data_logical(fs);
+	uint64_t at = wu_file_extent(fs, "/f");
 	struct ref_phys c0 = where(fs, at, 0), c1 = where(fs, at, 1);
 	ref_close(fs);
 	if (latent)
@@ -202,7 +174,7 @@ Test(read_repair, data_raid5_rebuilt)
 {
 	sim_volume *vol = make_fs(3, BTRFS_BLOCK_GROUP_RAID5, BTRFS_BLOCK_GROUP_RAID1);
 	ref_fs *fs = open_ro(vol);
-	uint64_t at = data_logical(fs);
+	uint64_t at = wu_file_extent(fs, "/f");
 	struct ref_phys c0 = where(fs, at, 0);
 	ref_close(fs);
 	uint8_t *want = tu_pat(FILE_LEN, 9);

@@ -43,15 +43,8 @@ struct imgs {
 
 static void make(struct imgs *v, unsigned n, uint64_t data, uint64_t meta, uint64_t spare_mib)
 {
-	sim_volume *vol = tu_open(n, DISK_MIB * MIB, 4096, 6);
-	struct ref_mkfs_opts o;
-	ref_mkfs_defaults(&o);
-	o.seed = 12;
-	o.time = 1700000000;
-	o.data_profile = data;
-	o.meta_profile = meta;
+	sim_volume *vol = wu_volume(n, DISK_MIB, data, meta, 12);
 	char err[256];
-	cr_assert_eq(ref_mkfs(vol, &o, NULL, err, sizeof(err)), 0, "mkfs: %s", err);
 	ref_fs *fs;
 	cr_assert_eq(ref_mount(vol, NULL, &fs, err, sizeof(err)), 0, "mount: %s", err);
 	for (int f = 0; f < NF; f++) {

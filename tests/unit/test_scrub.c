@@ -35,15 +35,8 @@ TestSuite(scrub);
 
 static sim_volume *make_fs(unsigned n, uint64_t data, uint64_t meta)
 {
-	sim_volume *vol = tu_open(n, 128 * MIB, 4096, 9);
-	struct ref_mkfs_opts o;
-	ref_mkfs_defaults(&o);
-	o.seed = 3;
-	o.time = 1700000000;
-	o.data_profile = data;
-	o.meta_profile = meta;
+	sim_volume *vol = wu_volume(n, 128, data, meta, 3);
 	char err[256];
-	cr_assert_eq(ref_mkfs(vol, &o, NULL, err, sizeof(err)), 0, "mkfs: %s", err);
 	ref_fs *fs;
 	cr_assert_eq(ref_mount(vol, NULL, &fs, err, sizeof(err)), 0, "mount: %s", err);
 	for (int f = 0; f < NF; f++) {
@@ -132,19 +125,10 @@ static void targets(sim_volume *vol, uint64_t *data, uint64_t *tree)
 	ref_fs *fs;
 	char err[256];
 	cr_assert_eq(ref_open(vol, &oo, &fs, err, sizeof(err)), 0, "open: %s", err);
-	struct ref_ino ino;
-	WU_OK(fs, ref_lookup_path(fs, "/f2", false, &ino));
 	struct ref_root root;
 	WU_OK(fs, ref_find_root(fs, BTRFS_FS_TREE_OBJECTID, &root));
 	*tree = root.bytenr;
-	struct ref_key k = { ino.ino, BTRFS_EXTENT_DATA_KEY, 0 };
-	struct ref_path p;
-	WU_OK(fs, ref_search(fs, &root, &k, &p));
-	const uint8_t *d;
-	uint32_t size;
-	ref_path_item(&p, &k, &d, &size);
-	*data = LE64(((const struct btrfs_file_extent_item *)d)->disk_bytenr);
-	ref_path_release(fs, &p);
+	*data = wu_file_extent(fs, "/f2");
 	ref_close(fs);
 }
 

@@ -39,18 +39,9 @@ struct model {
 	size_t len[NFILES];
 };
 
-static sim_volume *fresh(unsigned n, uint64_t disk_mib, uint64_t data, uint64_t meta)
+static sim_volume *fresh(unsigned n, unsigned disk_mib, uint64_t data, uint64_t meta)
 {
-	sim_volume *vol = tu_open(n, disk_mib * MIB, 4096, n);
-	struct ref_mkfs_opts o;
-	ref_mkfs_defaults(&o);
-	o.seed = 5;
-	o.time = 1700000000;
-	o.data_profile = data;
-	o.meta_profile = meta;
-	char err[256];
-	cr_assert_eq(ref_mkfs(vol, &o, NULL, err, sizeof(err)), 0, "mkfs: %s", err);
-	return vol;
+	return wu_volume(n, disk_mib, data, meta, 5);
 }
 
 static ref_fs *mount_rw(sim_volume *vol)
@@ -303,18 +294,7 @@ Test(striped, rmw_verifies_the_row)
 	struct ref_open_opts oo = { .super_mirror = -1 };
 	char err[256];
 	cr_assert_eq(ref_open(vol, &oo, &fs, err, sizeof(err)), 0, "%s", err);
-	struct ref_ino ino;
-	WU_OK(fs, ref_lookup_path(fs, "/a", false, &ino));
-	struct ref_root root;
-	WU_OK(fs, ref_find_root(fs, BTRFS_FS_TREE_OBJECTID, &root));
-	struct ref_key k = { ino.ino, BTRFS_EXTENT_DATA_KEY, 0 };
-	struct ref_path p;
-	WU_OK(fs, ref_search(fs, &root, &k, &p));
-	const uint8_t *d;
-	uint32_t size;
-	ref_path_item(&p, &k, &d, &size);
-	uint64_t at = LE64(((const struct btrfs_file_extent_item *)d)->disk_bytenr);
-	ref_path_release(fs, &p);
+	uint64_t at = wu_file_extent(fs, "/a");
 	struct ref_phys ph[4];
 	uint64_t run;
 	cr_assert_gt(ref_map(fs, at, ph, 4, &run), 0);
@@ -331,6 +311,7 @@ Test(striped, rmw_verifies_the_row)
 	cr_assert_eq(memcmp(col, a, 64 * KIB), 0, "/a's column was not mended by the write into its row");
 	expect_parity(vol);
 	cr_assert_eq(ref_open(vol, &oo, &fs, err, sizeof(err)), 0, "%s", err);
+	struct ref_ino ino;
 	WU_OK(fs, ref_lookup_path(fs, "/a", false, &ino));
 	cr_assert_eq(ref_pread(fs, &ino, col, 64 * KIB, 0), 64 * KIB, "%s", ref_error(fs));
 	cr_assert_eq(memcmp(col, a, 64 * KIB), 0);

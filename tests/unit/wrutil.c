@@ -25,6 +25,41 @@ ref_fs *wu_fresh(sim_volume **vol, unsigned mib, uint32_t nodesize)
 	return fs;
 }
 
+sim_volume *wu_volume(unsigned n, unsigned mib, uint64_t data, uint64_t meta, uint64_t seed)
+{
+	sim_volume *vol = tu_open(n, (uint64_t)mib << 20, 4096, seed);
+	struct ref_mkfs_opts o;
+	ref_mkfs_defaults(&o);
+	o.seed = seed;
+	o.time = 1700000000;
+	o.data_profile = data;
+	o.meta_profile = meta;
+	char err[256];
+	cr_assert_eq(ref_mkfs(vol, &o, NULL, err, sizeof(err)), 0, "mkfs: %s", err);
+	return vol;
+}
+
+uint64_t wu_file_extent(ref_fs *fs, const char *path)
+{
+	struct ref_ino ino;
+	WU_OK(fs, ref_lookup_path(fs, path, false, &ino));
+	struct ref_root root;
+	WU_OK(fs, ref_find_root(fs, ino.subvol, &root));
+	struct ref_key k = { ino.ino, BTRFS_EXTENT_DATA_KEY, 0 };
+	struct ref_path p;
+	WU_OK(fs, ref_search(fs, &root, &k, &p));
+	const uint8_t *d;
+	uint32_t size;
+	ref_path_item(&p, &k, &d, &size);
+	const struct btrfs_file_extent_item *fe = (const void *)d;
+	cr_assert(k.objectid == ino.ino && k.type == BTRFS_EXTENT_DATA_KEY && size >= sizeof(*fe) &&
+			  fe->type == BTRFS_FILE_EXTENT_REG,
+		  "%s: no regular extent first", path);
+	uint64_t at = LE64(fe->disk_bytenr);
+	ref_path_release(fs, &p);
+	return at;
+}
+
 void wu_expect_ref_clean(sim_volume *vol)
 {
 	ref_fs *fs;

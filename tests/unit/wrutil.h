@@ -14,6 +14,13 @@
 /* A memory volume of one disk of `mib` MiB with a new file system (nodesize
  * 16 KiB unless given), mounted. */
 ref_fs *wu_fresh(sim_volume **vol, unsigned mib, uint32_t nodesize);
+/* A memory volume of n disks of `mib` MiB each made with data and metadata
+ * in the profiles given (BTRFS_BLOCK_GROUP_* bits; mkfs seed `seed`), not
+ * mounted. */
+sim_volume *wu_volume(unsigned n, unsigned mib, uint64_t data, uint64_t meta, uint64_t seed);
+/* The logical address of the first data extent of the regular file at path
+ * (its first EXTENT_DATA item must be a regular extent). */
+uint64_t wu_file_extent(ref_fs *fs, const char *path);
 /* Asserts a call returned >= 0, printing ref_error on failure. */
 #define WU_OK(fs, call)                                                                      \
 	do {                                                                                 \
