@@ -261,15 +261,14 @@ fi
 # part, drop_progress saved at whatever level it was (ref's own cleaner saves
 # it at the root's).  The tree is large (600,000 files) so that the drop
 # lasts longer than the unmount takes to begin.
-#  - ref reads it: btrsim check passes and its recount equals the kernel's
-#    numbers, unless those went stale (the kernel's accounting misses the
-#    blocks below a shared node whose drop spans two commits): then the
-#    kernel, finishing the drop of the same image, must say so itself (a
-#    dropped group left with numbers: "non-zero numbers", inconsistent);
+#  - ref reads it: btrsim check passes but for the quota groups' numbers,
+#    which equal ref's recount unless the kernel's went stale (its accounting
+#    misses the blocks below a shared node whose drop spans two commits;
+#    printed, not failed: the kernel says so itself only sometimes);
 #  - ref finishes the drop: btrfs check passes and progs' recount equals
-#    ref's numbers, or ref marked them inconsistent (only if the kernel did
-#    too) and its rescan does; the numbers after a rescan on each side are
-#    equal.
+#    ref's numbers, or ref marked them inconsistent (only when they were
+#    stale) and its rescan does; the numbers after a rescan on each side
+#    are equal.
 if [ "$LOOP_OK" -eq 1 ]; then
 	HIMG="$T/khalf.img"
 	truncate -s 6G "$HIMG"
@@ -326,11 +325,14 @@ if [ "$LOOP_OK" -eq 1 ]; then
 		run kernel-halfway-ref-reads 0 true
 		"$BTRSIM" check "$HIMG" >"$T/ref.log" 2>&1
 		if grep -q '^ERROR: qgroup ' "$T/ref.log"; then
-			[ "$kstale" -eq 1 ] ||
-				fail "ref's recount differs from the kernel's numbers, which the kernel finishing the drop found right: $(grep -m2 '^ERROR' "$T/ref.log" | tr '\n' '|')"
+			# (The kernel's numbers of a half-dropped tree can be stale: its
+			# accounting misses the blocks below a shared node whose drop
+			# spans two commits.  It says so when it finishes the drop only
+			# if what is left does not come back to zero on the way, so that
+			# is no test; the rescans below are.)
 			grep -v '^ERROR: qgroup ' "$T/ref.log" | grep -q '^ERROR' &&
 				fail "btrsim check: $(grep -v '^ERROR: qgroup ' "$T/ref.log" | grep -m2 '^ERROR' | tr '\n' '|')"
-			echo "# the kernel's numbers were stale (it said so when it finished the drop): $(grep -m2 '^ERROR: qgroup ' "$T/ref.log" | tr '\n' '|')"
+			echo "# the kernel's numbers differ from ref's recount (stale; the kernel finishing said so: $kstale): $(grep -m2 '^ERROR: qgroup ' "$T/ref.log" | tr '\n' '|')"
 		else
 			grep -q '^\[7/7\] checking quota groups$' "$T/ref.log" && grep -q '^no error found' "$T/ref.log" ||
 				fail "btrsim check did not pass or did not recount the quota groups: $(grep -m2 -E 'ERROR|7/7' "$T/ref.log" | tr '\n' '|')"
@@ -340,7 +342,8 @@ if [ "$LOOP_OK" -eq 1 ]; then
 		run kernel-halfway-ref-drops 0 "$BTRSIM" subvolume sync "$HIMG"
 		"$BTRSIM" qgroup show --raw "$HIMG" >"$T/ref.show" 2>"$T/err"
 		if grep -q 'inconsistent' "$T/err"; then
-			[ "$kstale" -eq 1 ] || fail "ref marked the numbers inconsistent finishing the drop; the kernel did not"
+			grep -q '^ERROR: qgroup ' "$T/ref.log" ||
+				fail "ref marked the numbers inconsistent finishing the drop of numbers it had found right"
 			"$BTRSIM" qgroup rescan "$HIMG" 2>"$T/err" || fail "btrsim qgroup rescan: $(cat "$T/err")"
 		fi
 		clean "$HIMG"
