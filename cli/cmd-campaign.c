@@ -226,6 +226,9 @@ static int cmd_campaign(int argc, char **argv)
 	if (res.detected)
 		printf(", %zu states with injected damage detected", res.detected);
 	printf(" in %.1f s\n", res.seconds);
+	if (res.degraded_states)
+		printf("%zu states judged again with a disk lost, %zu of them unreadable (the write hole)\n",
+		       res.degraded_states, res.write_hole);
 	if (res.id)
 		printf("recorded as campaign %lld in %s ('btrsim runs --db %s --campaign %lld')\n",
 		       (long long)res.id, db, db, (long long)res.id);

@@ -187,3 +187,14 @@ head -c 4096 /dev/urandom >"$T/junk.db"
 run campaign-junk-db 1 "$BTRSIM" campaign --seq 1 --db "$T/junk.db"
 err_has 'not an SQLite trace database'
 done_check
+
+# RAID5 on three disks, each state judged again with each disk lost: no
+# violation, the write hole counted; --lose-disk is not recorded.
+run campaign-raid5-lose-disk 0 "$BTRSIM" campaign --seq 1 --limit 30 --disks 3 --profile raid5 --lose-disk \
+	--max-subset 5 --samples 4
+out_has '^30 workloads, [0-9]+ crash states .*, 0 violations in '
+out_has '^[1-9][0-9]* states judged again with a disk lost, [0-9]+ of them unreadable \(the write hole\)$'
+done_check
+run campaign-lose-disk-db 2 "$BTRSIM" campaign --seq 1 --lose-disk --db "$T/x.db"
+err_has 'lose-disk is not recorded: not with --db'
+done_check
