@@ -19,7 +19,7 @@ void cli_explore_init(struct cli_explore *ce)
 int cli_explore_opt(struct cli_explore *ce, const struct cli_cmd *cmd, int c, const char *arg)
 {
 	uint64_t v = 0;
-	if (strchr("kntsNK", c) && (!arg || cli_parse_u64(arg, &v, c == 'N')))
+	if (c < 0x100 && strchr("kntsNK", c) && (!arg || cli_parse_u64(arg, &v, c == 'N')))
 		return cli_usage_error(cmd, "expected a number, not '%s'", arg ? arg : "");
 	switch (c) {
 	case 'k':
@@ -42,7 +42,7 @@ int cli_explore_opt(struct cli_explore *ce, const struct cli_cmd *cmd, int c, co
 		ce->o.data_profile = v > 1 ? BTRFS_BLOCK_GROUP_RAID1 : 0;
 		ce->o.meta_profile = v > 1 ? BTRFS_BLOCK_GROUP_RAID1 : BTRFS_BLOCK_GROUP_DUP;
 		return 0;
-	case 'P':
+	case EXPLORE_OPT_PROFILE:
 		if (!ref_profile_parse(arg, &v)) {
 			ce->profile = (int64_t)v;
 			return 0;
@@ -51,7 +51,7 @@ int cli_explore_opt(struct cli_explore *ce, const struct cli_cmd *cmd, int c, co
 				       arg ? arg : "");
 	case 'F': ce->faults_path = arg; return 0;
 	case 'Q': ce->quota = true; return 0;
-	case 'L': ce->o.lose_disk = true; return 0;
+	case EXPLORE_OPT_LOSE_DISK: ce->o.lose_disk = true; return 0;
 	default: return -1;
 	}
 }

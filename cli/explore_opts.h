@@ -34,12 +34,18 @@
 	"                      (campaign --seq: as the setup's first op), so that every\n" \
 	"                      crash state's group numbers are checked against a recount\n"
 
+/* Long-only options: values no short option can take (the commands that
+ * share these options have short letters of their own). */
+#define EXPLORE_OPT_PROFILE 0x100
+#define EXPLORE_OPT_LOSE_DISK 0x101
+
 #define EXPLORE_LONG_OPTS \
 	{ "max-subset", required_argument, NULL, 'k' }, { "samples", required_argument, NULL, 'n' }, \
 	{ "torn", required_argument, NULL, 't' }, { "seed", required_argument, NULL, 's' }, \
 	{ "nodesize", required_argument, NULL, 'N' }, { "disks", required_argument, NULL, 'K' }, \
 	{ "faults", required_argument, NULL, 'F' }, { "quota", no_argument, NULL, 'Q' }, \
-	{ "profile", required_argument, NULL, 'P' }, { "lose-disk", no_argument, NULL, 'L' }
+	{ "profile", required_argument, NULL, EXPLORE_OPT_PROFILE }, \
+	{ "lose-disk", no_argument, NULL, EXPLORE_OPT_LOSE_DISK }
 
 struct cli_explore {
 	struct explore_opts o;
