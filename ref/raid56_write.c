@@ -108,8 +108,10 @@ static int write_row(sim_volume *vol, const struct ref_chunk *c, uint64_t row, u
 			break;
 		bool bad_col = false;
 		bool *bad = calloc(len / 512 + 1, sizeof(*bad));
-		if (!bad)
-			return failf(err, errlen, ENOMEM, "out of memory");
+		if (!bad) {
+			r = failf(err, errlen, ENOMEM, "out of memory");
+			break;
+		}
 		for (int j = 0; j < k; j++) {
 			if (missing[j] || covered[j])
 				continue;
