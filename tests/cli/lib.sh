@@ -38,3 +38,7 @@ out_empty() { [ ! -s "$OUT" ] || fail "stdout is not empty"; }
 err_empty() { [ ! -s "$ERR" ] || fail "stderr is not empty: $(head -c 200 "$ERR")"; }
 err_lines() { n=$(wc -l <"$ERR"); [ "$n" -eq "$1" ] || fail "stderr has $n lines, expected $1"; }
 done_check() { [ "$BAD" -eq 0 ] && echo "PASS $NAME"; BAD=0; }
+
+# sq ARGS...: the sqlite3 shell with a busy timeout, so that a query right
+# after btrsim closed the database never fails with "database is locked".
+sq() { sqlite3 -cmd '.timeout 10000' "$@"; }

@@ -15,10 +15,10 @@ out_has "^recorded as campaign 1 in $db"
 done_check
 
 if command -v sqlite3 >/dev/null 2>&1; then
-	run campaign-recorded 0 sqlite3 "$db" "SELECT count(*), sum(states) > 1000, sum(violations) FROM runs WHERE campaign_id = 1"
+	run campaign-recorded 0 sq "$db" "SELECT count(*), sum(states) > 1000, sum(violations) FROM runs WHERE campaign_id = 1"
 	out_has '^198\|1\|0$'
 	done_check
-	run campaign-row 0 sqlite3 "$db" "SELECT workloads, violations, status FROM campaigns WHERE id = 1"
+	run campaign-row 0 sq "$db" "SELECT workloads, violations, status FROM campaigns WHERE id = 1"
 	out_has '^198\|0\|0$'
 	done_check
 
@@ -27,7 +27,7 @@ if command -v sqlite3 >/dev/null 2>&1; then
 	for i in 1 2; do
 		"$BTRSIM" campaign --seq 1 --ops write,unlink --random 1 --length 30 --max-subset 4 \
 			--samples 4 --seed 9 -q --db "$T/d$i.db" >/dev/null 2>&1 || fail "run $i"
-		sqlite3 "$T/d$i.db" "SELECT r.name, s.k, s.point, s.picks, s.verdict FROM crash_states s
+		sq "$T/d$i.db" "SELECT r.name, s.k, s.point, s.picks, s.verdict FROM crash_states s
 			JOIN runs r ON r.id = s.run_id ORDER BY r.id, s.k" >"$T/d$i.txt"
 	done
 	[ -s "$T/d1.txt" ] || fail "no crash states recorded"
@@ -120,7 +120,7 @@ done_check
 run campaign-subvol-random 0 "$BTRSIM" campaign --random 2 --length 40 --subvol --max-subset 4 \
 	--samples 4 --db "$T/sv.db"
 out_has '^2 workloads, [0-9]+ crash states .*, 0 violations in '
-command -v sqlite3 >/dev/null && [ "$(sqlite3 "$T/sv.db" "SELECT count(*) FROM runs WHERE name LIKE 'random-subvols/%'")" = 2 ] ||
+command -v sqlite3 >/dev/null && [ "$(sq "$T/sv.db" "SELECT count(*) FROM runs WHERE name LIKE 'random-subvols/%'")" = 2 ] ||
 	fail "the runs are not named random-subvols/SEED"
 done_check
 
@@ -131,10 +131,10 @@ run campaign-quota-seq1 0 "$BTRSIM" campaign --seq 1 --subvol --quota \
 	--ops snapshot,write,subvol-delete,subvol-sync --max-subset 4 --samples 4 --torn 1 --db "$T/q.db"
 out_has '^[0-9]+ workloads, [0-9]+ crash states \([0-9]+/s\), 0 violations in '
 if command -v sqlite3 >/dev/null; then
-	[ "$(sqlite3 "$T/q.db" "SELECT count(*) FROM runs WHERE name LIKE 'seq-1-subvol-quota/%' AND skip_ops = 8")" -gt 10 ] ||
+	[ "$(sq "$T/q.db" "SELECT count(*) FROM runs WHERE name LIKE 'seq-1-subvol-quota/%' AND skip_ops = 8")" -gt 10 ] ||
 		fail "the runs are not named seq-1-subvol-quota/I with the 8 ops of the setup skipped"
-	sqlite3 "$T/q.db" "SELECT w.text FROM runs r JOIN workloads w ON w.id = r.workload_id" |
-		grep -c '^quota-enable$' | grep -qx "$(sqlite3 "$T/q.db" "SELECT count(*) FROM runs")" ||
+	sq "$T/q.db" "SELECT w.text FROM runs r JOIN workloads w ON w.id = r.workload_id" |
+		grep -c '^quota-enable$' | grep -qx "$(sq "$T/q.db" "SELECT count(*) FROM runs")" ||
 		fail "not every recorded workload has one quota-enable"
 fi
 done_check
@@ -142,10 +142,10 @@ run campaign-quota-random 0 "$BTRSIM" campaign --random 2 --length 30 --subvol -
 	--max-subset 4 --samples 4 --db "$T/qr.db"
 out_has '^2 workloads, [0-9]+ crash states .*, 0 violations in '
 if command -v sqlite3 >/dev/null; then
-	[ "$(sqlite3 "$T/qr.db" "SELECT count(*) FROM runs WHERE name LIKE 'random-subvols-quota/%' AND ops = 31")" = 2 ] ||
+	[ "$(sq "$T/qr.db" "SELECT count(*) FROM runs WHERE name LIKE 'random-subvols-quota/%' AND ops = 31")" = 2 ] ||
 		fail "the runs are not named random-subvols-quota/SEED with 31 ops"
 	for id in 1 2; do
-		sqlite3 "$T/qr.db" "SELECT w.text FROM runs r JOIN workloads w ON w.id = r.workload_id WHERE r.id = $id" |
+		sq "$T/qr.db" "SELECT w.text FROM runs r JOIN workloads w ON w.id = r.workload_id WHERE r.id = $id" |
 			head -n 1 | grep -qx 'quota-enable' || fail "run $id does not start with quota-enable"
 	done
 fi

@@ -141,7 +141,7 @@ run explore-quota-flag 0 "$BTRSIM" explore --quota --max-subset 4 --samples 4 --
 	"$T/w4.wl"
 out_has '^25 operations, [0-9]+ crash points, [0-9]+ crash states .*, 0 violations$'
 if command -v sqlite3 >/dev/null; then
-	sqlite3 "$T/q.db" "SELECT w.text FROM runs r JOIN workloads w ON w.id = r.workload_id" |
+	sq "$T/q.db" "SELECT w.text FROM runs r JOIN workloads w ON w.id = r.workload_id" |
 		head -n 1 | grep -qx 'quota-enable' || fail "the stored workload does not start with quota-enable"
 	"$BTRSIM" replay --db "$T/q.db" 1 >/dev/null 2>&1 || fail "the run does not replay"
 fi
@@ -192,7 +192,7 @@ run explore-snapshot-states 0 "$BTRSIM" explore --max-subset 4 --samples 4 --tor
 out_has ' 0 violations$'
 if command -v sqlite3 >/dev/null; then
 	with=0 without=0
-	for k in $(sqlite3 "$T/snap.db" "SELECT k FROM crash_states WHERE run_id = 1"); do
+	for k in $(sq "$T/snap.db" "SELECT k FROM crash_states WHERE run_id = 1"); do
 		rm -rf "$T/cs"
 		"$BTRSIM" replay --db "$T/snap.db" 1 --crash-state "$k" --out "$T/cs" >/dev/null 2>&1 ||
 			{ fail "replay of crash state $k"; break; }

@@ -28,11 +28,11 @@ out_has "^recorded as run 1 in $db"
 done_check
 
 if command -v sqlite3 >/dev/null 2>&1; then
-	run faults-recorded 0 sqlite3 "$db" "SELECT faults FROM runs WHERE id = 1; SELECT count(*) FROM results WHERE run_id = 1 AND result = 'EROFS'"
+	run faults-recorded 0 sq "$db" "SELECT faults FROM runs WHERE id = 1; SELECT count(*) FROM results WHERE run_id = 1 AND result = 'EROFS'"
 	out_has '^ref/commit/flush nth=2'
 	out_has '^[1-9][0-9]*$'
 	done_check
-	run faults-hits-recorded 0 sqlite3 "$db" "SELECT point, hits >= 2, fired FROM fault_hits WHERE run_id = 1"
+	run faults-hits-recorded 0 sq "$db" "SELECT point, hits >= 2, fired FROM fault_hits WHERE run_id = 1"
 	out_has '^ref/commit/flush\|1\|1$'
 	done_check
 else

@@ -38,7 +38,7 @@ fi
 
 if command -v sqlite3 >/dev/null 2>&1; then
 	NAME=replay-states-all-rebuild
-	last=$(sqlite3 "$db" "SELECT max(k) FROM crash_states WHERE run_id = 1")
+	last=$(sq "$db" "SELECT max(k) FROM crash_states WHERE run_id = 1")
 	"$BTRSIM" replay --db "$db" 1 --crash-state "$last" --out "$T/last" >/dev/null 2>&1 || fail "state $last"
 	"$BTRSIM" ls "$T/last/disk0.img" /d >"$T/ls" 2>&1 || fail "ls: $(cat "$T/ls")"
 	grep -q 'b$' "$T/ls" || fail "the last state lacks /d/b: $(cat "$T/ls")"
@@ -46,29 +46,29 @@ if command -v sqlite3 >/dev/null 2>&1; then
 
 	# Tampering: a changed IO record and a changed result are caught where they are.
 	cp "$db" "$T/t1.db"
-	sqlite3 "$T/t1.db" "UPDATE io SET csum = csum + 1 WHERE run_id = 1 AND idx = (SELECT mkfs_ios + 2 FROM runs WHERE id = 1)"
+	sq "$T/t1.db" "UPDATE io SET csum = csum + 1 WHERE run_id = 1 AND idx = (SELECT mkfs_ios + 2 FROM runs WHERE id = 1)"
 	run replay-diverges-io 1 "$BTRSIM" replay --db "$T/t1.db" 1
 	err_has 'run 1 diverges: IO [0-9]+: recorded "disk 0 '
 	err_lines 1
 	done_check
 	cp "$db" "$T/t2.db"
-	sqlite3 "$T/t2.db" "UPDATE results SET result = 'ENOENT' WHERE run_id = 1 AND idx = 4"
+	sq "$T/t2.db" "UPDATE results SET result = 'ENOENT' WHERE run_id = 1 AND idx = 4"
 	run replay-diverges-result 1 "$BTRSIM" replay --db "$T/t2.db" 1
 	err_has 'run 1 diverges: op 5: recorded result ENOENT, replayed 0'
 	done_check
 	cp "$db" "$T/t3.db"
-	sqlite3 "$T/t3.db" "UPDATE crash_states SET verdict = 'oracle' WHERE run_id = 1 AND k = 2"
+	sq "$T/t3.db" "UPDATE crash_states SET verdict = 'oracle' WHERE run_id = 1 AND k = 2"
 	run replay-diverges-state 1 "$BTRSIM" replay --db "$T/t3.db" 1
 	err_has 'crash state 2: recorded .* verdict oracle, replayed .* verdict ok'
 	done_check
 	cp "$db" "$T/t4.db"
-	sqlite3 "$T/t4.db" "UPDATE payloads SET zdata = x'00' WHERE rowid IN (SELECT rowid FROM payloads LIMIT 1)" 2>/dev/null ||
-		sqlite3 "$T/t4.db" "UPDATE payloads SET zdata = x'00' WHERE hash = (SELECT hash FROM payloads LIMIT 1)"
+	sq "$T/t4.db" "UPDATE payloads SET zdata = x'00' WHERE rowid IN (SELECT rowid FROM payloads LIMIT 1)" 2>/dev/null ||
+		sq "$T/t4.db" "UPDATE payloads SET zdata = x'00' WHERE hash = (SELECT hash FROM payloads LIMIT 1)"
 	run replay-corrupt-payload 1 "$BTRSIM" replay --db "$T/t4.db" 1 --crash-state 3 --out "$T/x"
 	err_has 'a payload of the IO log is corrupt'
 	done_check
 	cp "$db" "$T/t5.db"
-	sqlite3 "$T/t5.db" "UPDATE crash_states SET picks = '0:99' WHERE run_id = 1 AND k = 3"
+	sq "$T/t5.db" "UPDATE crash_states SET picks = '0:99' WHERE run_id = 1 AND k = 3"
 	run replay-bad-picks 1 "$BTRSIM" replay --db "$T/t5.db" 1 --crash-state 3 --out "$T/y"
 	err_has 'malformed picks "0:99"'
 	done_check
@@ -141,7 +141,7 @@ err_has "--profile takes single, dup, raid0, raid1, raid1c3, raid1c4, raid10, ra
 done_check
 if command -v sqlite3 >/dev/null 2>&1; then
 	NAME=replay-two-disks-independent
-	k=$(sqlite3 "$db" "SELECT k FROM crash_states WHERE run_id = 2 AND picks LIKE '0:%1:%' AND picks NOT LIKE '%0:-%' AND picks NOT LIKE '%1:-%' LIMIT 1")
+	k=$(sq "$db" "SELECT k FROM crash_states WHERE run_id = 2 AND picks LIKE '0:%1:%' AND picks NOT LIKE '%0:-%' AND picks NOT LIKE '%1:-%' LIMIT 1")
 	[ -n "$k" ] || fail "no crash state keeps writes of both disks"
 	"$BTRSIM" replay --db "$db" 2 --crash-state "${k:-0}" --out "$T/two" >"$T/two.out" 2>&1 || fail "replay: $(cat "$T/two.out")"
 	"$BTRSIM" check "$T/two/disk0.img" "$T/two/disk1.img" >"$T/two.check" 2>&1 || fail "check: $(tail -3 "$T/two.check")"

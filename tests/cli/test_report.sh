@@ -57,8 +57,8 @@ if ! command -v sqlite3 >/dev/null 2>&1; then
 	exit 0
 fi
 # A violation whose text must be escaped, on run 2 (a campaign run), its last crash state.
-vk=$(sqlite3 "$db" 'SELECT max(k) FROM crash_states WHERE run_id = 2')
-sqlite3 "$db" <<SQL
+vk=$(sq "$db" 'SELECT max(k) FROM crash_states WHERE run_id = 2')
+sq "$db" <<SQL
 INSERT INTO violations (run_id, description, state_k, point, picks, verdict, reproducer)
 VALUES (2, 'crash state $vk: oracle: /A/foo: expected <file> & "x", found nothing', $vk,
   (SELECT point FROM crash_states WHERE run_id = 2 AND k = $vk), '0:-', 'oracle',
@@ -162,7 +162,7 @@ grep -q '<td>image</td>' "$page" || fail "no fuzzing harness"
 grep -q 'No coverage data' "$page" && fail "the coverage file was not read"
 grep -q '<td>ref/</td><td class="n">80.0% (80/100)</td><td class="n">75.0% (3/4)</td><td class="n">50.0% (5/10)</td>' "$page" ||
 	fail "coverage of ref/ wrong"
-nv=$(sqlite3 "$db" 'SELECT count(*) FROM violations')
+nv=$(sq "$db" 'SELECT count(*) FROM violations')
 [ $mutant -eq 0 ] || [ "$nv" -ge 2 ] || fail "the mutant's violation was not recorded"
 [ "$(grep -c 'id="violation-' "$page")" -eq "$nv" ] || fail "not $nv violations shown"
 done_check
@@ -193,10 +193,10 @@ done_check
 
 # Long tables are cut at 200 rows, 50 violations are shown whole, and both say so.
 cp "$db" "$T/many.db"
-sqlite3 "$T/many.db" "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 260)
+sq "$T/many.db" "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 260)
   INSERT INTO violations (run_id, description, state_k, verdict) SELECT 3, 'v' || i, 0, 'check' FROM n;"
 run report-caps 0 "$BTRSIM" report --db "$T/many.db" -o "$T/rep-many"
-nv=$(sqlite3 "$T/many.db" 'SELECT count(*) FROM violations')
+nv=$(sq "$T/many.db" 'SELECT count(*) FROM violations')
 grep -q "$((nv - 200)) more violations left out: the table shows 200 of $nv" "$T/rep-many/index.html" ||
 	fail "the violations table does not say what it left out"
 [ "$(grep -c 'id="violation-' "$T/rep-many/index.html")" -eq 50 ] || fail "not 50 violations shown whole"
@@ -216,19 +216,19 @@ err_has 'junk.db: not an SQLite trace database'
 err_lines 1
 cmp -s "$T/junk.db" "$T/junk.orig" || fail "the file was changed"
 done_check
-sqlite3 "$T/foreign.db" 'CREATE TABLE songs (title TEXT); INSERT INTO songs VALUES (1);'
+sq "$T/foreign.db" 'CREATE TABLE songs (title TEXT); INSERT INTO songs VALUES (1);'
 cp "$T/foreign.db" "$T/foreign.orig"
 run report-foreign-db 1 "$BTRSIM" report --db "$T/foreign.db" -o "$T/x"
 err_has 'foreign.db: not a btrsim trace database'
 err_lines 1
 cmp -s "$T/foreign.db" "$T/foreign.orig" || fail "the foreign database was changed"
 done_check
-sqlite3 "$T/v3.db" 'PRAGMA user_version = 3; CREATE TABLE runs (id INTEGER PRIMARY KEY);'
+sq "$T/v3.db" 'PRAGMA user_version = 3; CREATE TABLE runs (id INTEGER PRIMARY KEY);'
 run report-v3-without-tables 1 "$BTRSIM" report --db "$T/v3.db" -o "$T/x"
 err_has 'v3.db: not a btrsim trace database of version 3 \(no such table: '
 err_lines 1
 done_check
-sqlite3 "$T/new.db" 'PRAGMA user_version = 99'
+sq "$T/new.db" 'PRAGMA user_version = 99'
 run report-newer-db 1 "$BTRSIM" report --db "$T/new.db" -o "$T/x"
 err_has 'version 99 is newer than this btrsim knows'
 err_lines 1
@@ -240,7 +240,7 @@ done_check
 # A version-1 database (the first schema, without the v3 tables) is migrated
 # on open, as by every reading command, and reported; into the directory of
 # the full report, whose plots it has no data for are removed.
-sqlite3 "$T/v1.db" <<'SQL'
+sq "$T/v1.db" <<'SQL'
 CREATE TABLE workloads (id INTEGER PRIMARY KEY, hash TEXT UNIQUE NOT NULL, text TEXT NOT NULL);
 CREATE TABLE runs (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, seed INTEGER, build TEXT,
   config TEXT, workload_id INTEGER REFERENCES workloads(id), started TEXT, ended TEXT,
@@ -263,7 +263,7 @@ grep -q 'No coverage data' "$T/rep-v1/index.html" || fail "no 'no coverage data'
 for f in fuzz-execs.svg fuzz-findings.svg fault-points.svg verdicts-per-epoch.svg coverage.svg; do
 	[ -e "$T/rep-v1/$f" ] && fail "a stale $f is left"
 done
-[ "$(sqlite3 "$T/v1.db" 'PRAGMA user_version')" = 3 ] || fail "not migrated"
+[ "$(sq "$T/v1.db" 'PRAGMA user_version')" = 3 ] || fail "not migrated"
 done_check
 
 : >"$T/afile"

@@ -31,20 +31,20 @@ hashes=$(awk 'NR > 1 { print $4 }' "$OUT" | sort -u | wc -l)
 done_check
 
 if command -v sqlite3 >/dev/null 2>&1; then
-	run store-version 0 sqlite3 "$db" 'PRAGMA user_version'
+	run store-version 0 sq "$db" 'PRAGMA user_version'
 	out_has '^3$'
 	done_check
-	run store-wal 0 sqlite3 "$db" 'PRAGMA journal_mode'
+	run store-wal 0 sq "$db" 'PRAGMA journal_mode'
 	out_has '^wal$'
 	done_check
-	run store-one-workload 0 sqlite3 "$db" 'SELECT count(*) FROM workloads'
+	run store-one-workload 0 sq "$db" 'SELECT count(*) FROM workloads'
 	out_has '^1$'
 	done_check
-	run store-run-columns 0 sqlite3 "$db" "SELECT seed, config, status, ops FROM runs WHERE id = 2"
+	run store-run-columns 0 sq "$db" "SELECT seed, config, status, ops FROM runs WHERE id = 2"
 	out_has '^2\|disks=1 disk-size=536870912 nodesize=16384 max-subset=4 samples=8 torn=4\|0\|5$'
 	done_check
 
-	sqlite3 "$T/new.db" 'PRAGMA user_version = 99' >/dev/null
+	sq "$T/new.db" 'PRAGMA user_version = 99' >/dev/null
 	run store-newer-version 1 "$BTRSIM" runs --db "$T/new.db"
 	err_has 'version 99 is newer than this btrsim knows \(3\)'
 	err_lines 1
@@ -56,7 +56,7 @@ if command -v sqlite3 >/dev/null 2>&1; then
 	done_check
 
 	# A version-1 database (the first schema) is migrated on open and its run kept.
-	sqlite3 "$T/v1.db" <<'SQL'
+	sq "$T/v1.db" <<'SQL'
 CREATE TABLE workloads (id INTEGER PRIMARY KEY, hash TEXT UNIQUE NOT NULL, text TEXT NOT NULL);
 CREATE TABLE runs (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, seed INTEGER, build TEXT,
   config TEXT, workload_id INTEGER REFERENCES workloads(id), started TEXT, ended TEXT,
@@ -73,7 +73,7 @@ SQL
 	run store-migrate-v1 0 "$BTRSIM" runs --db "$T/v1.db"
 	out_has '^1 +explore +2026-01-01T00:00:00Z +abcdef012345 +1 +0 +3 +0$'
 	done_check
-	run store-migrated-version 0 sqlite3 "$T/v1.db" 'PRAGMA user_version; SELECT count(*) FROM crash_states'
+	run store-migrated-version 0 sq "$T/v1.db" 'PRAGMA user_version; SELECT count(*) FROM crash_states'
 	out_has '^3$'
 	out_has '^0$'
 	done_check
