@@ -111,16 +111,19 @@ int data_read(ref_fs *fs, uint64_t logical, void *buf, size_t len, bool nodatasu
 	uint8_t *tmp = aligned ? buf : malloc(end - start);
 	if (!tmp)
 		return ref_fail(fs, ENOMEM, "out of memory");
-	/* The first copy whole; when that read fails, sector by sector, each
-	 * from the first of the other copies that reads, the first copy last
-	 * (a latent sector, a RAID5/6 row whose rebuild fails elsewhere: the
-	 * failures stay local). */
+	/* The first copy whole, then each other copy whole; when none reads
+	 * whole, sector by sector, each from the first of the other copies that
+	 * reads, the first copy last (a latent sector, a RAID5/6 row whose
+	 * rebuild fails elsewhere: the failures stay local). */
 	int copies = ref_num_copies(fs, start);
 	unsigned failed = 0; /* copies whose read failed (not a missing device) */
-	int r = ref_read_logical(fs, start, tmp, end - start, 0);
+	int r = -EIO;
+	for (int m = 0; m < copies && r; m++) {
+		r = ref_read_logical(fs, start, tmp, end - start, m);
+		if (r && r != -ENODEV)
+			failed |= 1u << m;
+	}
 	if (r) {
-		if (r != -ENODEV)
-			failed |= 1u;
 		r = 0;
 		for (uint64_t o = 0; !r && o < end - start; o += ss) {
 			r = -EIO;
