@@ -102,3 +102,34 @@ void extent_read_copy(ref_fs *fs, int disk, uint64_t physical, uint8_t *buf, siz
 		if (sim_read(fs->vol, (unsigned)disk, physical + o, buf + o, ss))
 			verdict[o / ss] = EXT_BAD_READ;
 }
+
+/* (internal.h) */
+int chunk_rows(ref_fs *fs, const struct ref_chunk *c, const struct ref_extent *ex, size_t nex,
+	       uint64_t **rows, size_t *nrows)
+{
+	int np = c->type & BTRFS_BLOCK_GROUP_RAID6 ? 2 : 1;
+	uint64_t rowbytes = (uint64_t)(c->num_stripes - np) * c->stripe_len;
+	size_t cap = 0;
+	*rows = NULL;
+	*nrows = 0;
+	for (size_t i = 0; i < nex; i++) {
+		uint64_t first = (ex[i].start - c->logical) / rowbytes;
+		uint64_t last = (ex[i].start + ex[i].len - 1 - c->logical) / rowbytes;
+		if (*nrows && first <= (*rows)[*nrows - 1])
+			first = (*rows)[*nrows - 1] + 1; /* (extents in order: rows too) */
+		for (uint64_t row = first; row <= last; row++) {
+			if (*nrows == cap) {
+				cap = cap ? 2 * cap : 64;
+				void *p = realloc(*rows, cap * sizeof(**rows));
+				if (!p) {
+					free(*rows);
+					*rows = NULL;
+					return ref_fail(fs, ENOMEM, "out of memory");
+				}
+				*rows = p;
+			}
+			(*rows)[(*nrows)++] = row;
+		}
+	}
+	return 0;
+}

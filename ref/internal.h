@@ -138,6 +138,10 @@ struct ref_extent {
 };
 enum { EXT_OK = 0, EXT_BAD_READ, EXT_BAD_CSUM, EXT_BAD_VERIFY };
 int chunk_extents(ref_fs *fs, const struct ref_chunk *c, struct ref_extent **out, size_t *n);
+/* The rows of RAID5/6 chunk c that the extents ex[0..nex) (in order) touch,
+ * each once, in order (free *rows): 0 or -ENOMEM. */
+int chunk_rows(ref_fs *fs, const struct ref_chunk *c, const struct ref_extent *ex, size_t nex,
+	       uint64_t **rows, size_t *nrows);
 void extent_verify(ref_fs *fs, const struct ref_extent *e, uint64_t at, const uint8_t *buf,
 		   size_t len, const uint8_t *csums, const bool *have, uint8_t *verdict);
 /* Reads len bytes of one copy straight off sim disk `disk`; a failing read
@@ -162,6 +166,13 @@ int raid56_rebuild(ref_fs *fs, const struct ref_chunk *c, uint64_t logical, uint
  * P and/or Q (len bytes each): 0, -EIO when they do not suffice. */
 int raid56_solve(int k, const bool *data_unknown, bool p_known, bool q_known, uint8_t **data,
 		 uint8_t *p, uint8_t *q, int len);
+/* Column j of row `row` of RAID5/6 chunk c (data 0..k-1, then P, then Q),
+ * in the kernel's rotation (raid56.c). */
+static inline const struct ref_stripe *raid56_col(const struct ref_chunk *c, uint64_t row, int j)
+{
+	return &c->stripes[(row + (uint64_t)j) % c->num_stripes];
+}
+
 /* raid56_write.c: writes len bytes at logical, inside RAID5/6 chunk c (whose
  * stripes name the disks), and the parity of every row touched, recomputed
  * from the row's data (the rest of each column read from disk).  sim_write

@@ -85,7 +85,7 @@ static int write_row(sim_volume *vol, const struct ref_chunk *c, uint64_t row, u
 	for (int j = 0; j < k; j++) {
 		uint64_t s = j * sl + lo, e = j * sl + hi;
 		covered[j] = a <= s && b >= e;
-		missing[j] = c->stripes[(row + (uint64_t)j) % (uint64_t)n].disk < 0;
+		missing[j] = raid56_col(c, row, j)->disk < 0;
 		rebuild |= missing[j] && !covered[j];
 	}
 	bool p_known = true, q_known = raid6;
@@ -93,7 +93,7 @@ static int write_row(sim_volume *vol, const struct ref_chunk *c, uint64_t row, u
 	 * not what the file system holds turns the row into a rebuild. */
 	for (int round = 0; round < 2 && !r; round++) {
 		for (int j = 0; j < ncols && !r; j++) {
-			const struct ref_stripe *st = &c->stripes[(row + (uint64_t)j) % (uint64_t)n];
+			const struct ref_stripe *st = raid56_col(c, row, j);
 			if (j < k ? missing[j] || (!rebuild && covered[j]) : !rebuild)
 				continue;
 			if (st->disk < 0) { /* P or Q on the missing device */
@@ -143,7 +143,7 @@ static int write_row(sim_volume *vol, const struct ref_chunk *c, uint64_t row, u
 			  (unsigned long long)row, len);
 	/* The new data, then P and Q. */
 	for (int j = 0; j < ncols && !r; j++) {
-		const struct ref_stripe *st = &c->stripes[(row + (uint64_t)j) % (uint64_t)n];
+		const struct ref_stripe *st = raid56_col(c, row, j);
 		uint64_t s = j * sl + lo, e = j * sl + hi, from = 0, to = len;
 		if (j < k && !(missing[j] && st->disk >= 0)) {
 			uint64_t ns = a > s ? a : s, ne = b < e ? b : e;

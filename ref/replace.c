@@ -107,65 +107,56 @@ static int copy_rows(struct replace *rp, const struct ref_chunk *c, const struct
 	ref_fs *fs = rp->fs;
 	bool raid6 = c->type & BTRFS_BLOCK_GROUP_RAID6;
 	int n = c->num_stripes, np = raid6 ? 2 : 1, k = n - np;
-	uint64_t sl = c->stripe_len, rowbytes = (uint64_t)k * sl, last_row = UINT64_MAX;
+	uint64_t sl = c->stripe_len, rowbytes = (uint64_t)k * sl, *rows;
+	size_t nrows;
 	uint8_t *col[SIM_MAX_DISKS + 2];
-	int r = 0, ncol = 0;
-	for (; ncol < k + np; ncol++)
-		if (!(col[ncol] = aligned_alloc(64, sl))) {
+	int r = chunk_rows(fs, c, ex, nex, &rows, &nrows), ncol = 0;
+	for (; !r && ncol < k + np; ncol++)
+		if (!(col[ncol] = aligned_alloc(64, sl)))
 			r = ref_fail(fs, ENOMEM, "out of memory");
-			break;
-		}
-	for (size_t i = 0; i < nex && !r; i++) {
-		uint64_t first = (ex[i].start - c->logical) / rowbytes;
-		uint64_t last = (ex[i].start + ex[i].len - 1 - c->logical) / rowbytes;
-		for (uint64_t row = first; row <= last && !r; row++) {
-			if (last_row != UINT64_MAX && row <= last_row)
-				continue;
-			last_row = row;
-			int mine = -1;
-			for (int j = 0; j < n; j++)
-				if (c->stripes[(row + (uint64_t)j) % (uint64_t)n].devid == rp->devid)
-					mine = j;
-			if (mine < 0)
-				continue;
-			const struct ref_stripe *st = &c->stripes[(row + (uint64_t)mine) % (uint64_t)n];
-			uint64_t phys = st->physical + row * sl;
-			if (mine < k) { /* a data column: rebuilt from the rest of its row */
-				uint64_t logical = c->logical + row * rowbytes + (uint64_t)mine * sl;
-				r = raid56_rebuild(fs, c, logical, col[0], sl, 1);
-				if (r && raid6)
-					r = raid56_rebuild(fs, c, logical, col[0], sl, 2);
-				if (r) {
-					rp->st->uncorrectable += sl;
-					memset(col[0], 0, sl);
-					r = 0;
-				}
-				r = put(rp, phys, col[0], sl);
-				continue;
-			}
-			/* P or Q: computed from the row's data columns. */
-			for (int j = 0; j < k && !r; j++) {
-				const struct ref_stripe *dj = &c->stripes[(row + (uint64_t)j) % (uint64_t)n];
-				uint64_t logical = c->logical + row * rowbytes + (uint64_t)j * sl;
-				if (dj->disk < 0 ||
-				    sim_read(fs->vol, (unsigned)dj->disk, dj->physical + row * sl, col[j], sl))
-					r = raid56_rebuild(fs, c, logical, col[j], sl, 1);
-			}
+	for (size_t i = 0; i < nrows && !r; i++) {
+		uint64_t row = rows[i];
+		int mine = -1;
+		for (int j = 0; j < n; j++)
+			if (raid56_col(c, row, j)->devid == rp->devid)
+				mine = j;
+		if (mine < 0)
+			continue;
+		uint64_t phys = raid56_col(c, row, mine)->physical + row * sl;
+		if (mine < k) { /* a data column: rebuilt from the rest of its row */
+			uint64_t logical = c->logical + row * rowbytes + (uint64_t)mine * sl;
+			r = raid56_rebuild(fs, c, logical, col[0], sl, 1);
+			if (r && raid6)
+				r = raid56_rebuild(fs, c, logical, col[0], sl, 2);
 			if (r) {
 				rp->st->uncorrectable += sl;
-				r = 0;
-				continue;
+				memset(col[0], 0, sl);
 			}
-			if (raid56_parity(k, raid6, sl, col)) {
-				r = ref_fail(fs, EIO, "replace: parity of row %llu not computed",
-					     (unsigned long long)row);
-				break;
-			}
-			r = put(rp, phys, col[mine], sl);
+			r = put(rp, phys, col[0], sl);
+			continue;
 		}
+		/* P or Q: computed from the row's data columns. */
+		for (int j = 0; j < k && !r; j++) {
+			const struct ref_stripe *dj = raid56_col(c, row, j);
+			uint64_t logical = c->logical + row * rowbytes + (uint64_t)j * sl;
+			if (dj->disk < 0 ||
+			    sim_read(fs->vol, (unsigned)dj->disk, dj->physical + row * sl, col[j], sl))
+				r = raid56_rebuild(fs, c, logical, col[j], sl, 1);
+		}
+		if (r) {
+			rp->st->uncorrectable += sl;
+			r = 0;
+			continue;
+		}
+		if (raid56_parity(k, raid6, sl, col))
+			r = ref_fail(fs, EIO, "replace: parity of row %llu not computed",
+				     (unsigned long long)row);
+		else
+			r = put(rp, phys, col[mine], sl);
 	}
 	while (ncol--)
 		free(col[ncol]);
+	free(rows);
 	return r;
 }
 

@@ -228,72 +228,65 @@ static int scrub_parity(struct scrub *s, const struct ref_chunk *c, const struct
 	ref_fs *fs = s->fs;
 	bool raid6 = c->type & BTRFS_BLOCK_GROUP_RAID6;
 	int n = c->num_stripes, np = raid6 ? 2 : 1, k = n - np;
-	uint64_t sl = c->stripe_len, rowbytes = (uint64_t)k * sl;
+	uint64_t sl = c->stripe_len, *rows;
 	uint32_t ss = fs->sectorsize;
+	size_t nrows;
 	uint8_t *col[SIM_MAX_DISKS + 2];
-	int r = 0, ncol = 0;
-	for (; ncol < n + np; ncol++)
-		if (!(col[ncol] = aligned_alloc(64, sl))) {
+	int r = chunk_rows(fs, c, ex, nex, &rows, &nrows), ncol = 0;
+	for (; !r && ncol < n + np; ncol++)
+		if (!(col[ncol] = aligned_alloc(64, sl)))
 			r = ref_fail(fs, ENOMEM, "out of memory");
+	for (size_t i = 0; i < nrows && !r; i++) {
+		uint64_t row = rows[i];
+		if (is_tainted(s, row))
+			continue;
+		bool whole = true;
+		for (int j = 0; j < n && whole; j++) {
+			const struct ref_stripe *st = raid56_col(c, row, j);
+			whole = st->disk >= 0 &&
+				sim_read(fs->vol, (unsigned)st->disk, st->physical + row * sl, col[j], sl) == 0;
+		}
+		if (!whole) {
+			for (int j = k; j < n; j++) {
+				struct ref_scrub_dev *d =
+					dev_of(s, raid56_col(c, row, j)->disk);
+				if (d)
+					d->unverified_errors++;
+			}
+			continue;
+		}
+		uint8_t *calc[SIM_MAX_DISKS + 2];
+		for (int j = 0; j < k; j++)
+			calc[j] = col[j];
+		for (int j = 0; j < np; j++)
+			calc[k + j] = col[n + j];
+		if (raid56_parity(k, raid6, sl, calc)) {
+			r = ref_fail(fs, EIO, "chunk %llu row %llu: parity not computed",
+				     (unsigned long long)c->logical, (unsigned long long)row);
 			break;
 		}
-	uint64_t last_row = UINT64_MAX;
-	for (size_t i = 0; !r && i < nex; i++) {
-		uint64_t first = (ex[i].start - c->logical) / rowbytes;
-		uint64_t last = (ex[i].start + ex[i].len - 1 - c->logical) / rowbytes;
-		for (uint64_t row = first; row <= last && !r; row++) {
-			if (last_row != UINT64_MAX && row <= last_row)
+		for (int j = 0; j < np; j++) {
+			const struct ref_stripe *st = raid56_col(c, row, k + j);
+			struct ref_scrub_dev *d = dev_of(s, st->disk);
+			uint64_t bad = 0;
+			for (uint64_t o = 0; o < sl; o += ss)
+				bad += memcmp(col[k + j] + o, col[n + j] + o, ss) != 0;
+			if (!bad || !d)
 				continue;
-			last_row = row;
-			if (is_tainted(s, row))
-				continue;
-			bool whole = true;
-			for (int j = 0; j < n && whole; j++) {
-				const struct ref_stripe *st = &c->stripes[(row + (uint64_t)j) % (uint64_t)n];
-				whole = st->disk >= 0 &&
-					sim_read(fs->vol, (unsigned)st->disk, st->physical + row * sl, col[j], sl) == 0;
-			}
-			if (!whole) {
-				for (int j = k; j < n; j++) {
-					struct ref_scrub_dev *d =
-						dev_of(s, c->stripes[(row + (uint64_t)j) % (uint64_t)n].disk);
-					if (d)
-						d->unverified_errors++;
-				}
+			d->parity_errors += bad;
+			if (s->readonly) {
+				d->corrected_errors += bad;
 				continue;
 			}
-			uint8_t *calc[SIM_MAX_DISKS + 2];
-			for (int j = 0; j < k; j++)
-				calc[j] = col[j];
-			for (int j = 0; j < np; j++)
-				calc[k + j] = col[n + j];
-			if (raid56_parity(k, raid6, sl, calc)) {
-				r = ref_fail(fs, EIO, "chunk %llu row %llu: parity not computed",
-					     (unsigned long long)c->logical, (unsigned long long)row);
-				break;
-			}
-			for (int j = 0; j < np; j++) {
-				const struct ref_stripe *st = &c->stripes[(row + (uint64_t)(k + j)) % (uint64_t)n];
-				struct ref_scrub_dev *d = dev_of(s, st->disk);
-				uint64_t bad = 0;
-				for (uint64_t o = 0; o < sl; o += ss)
-					bad += memcmp(col[k + j] + o, col[n + j] + o, ss) != 0;
-				if (!bad || !d)
-					continue;
-				d->parity_errors += bad;
-				if (s->readonly) {
-					d->corrected_errors += bad;
-					continue;
-				}
-				if (sim_write(fs->vol, (unsigned)st->disk, st->physical + row * sl, col[n + j], sl, 0))
-					d->uncorrectable_errors += bad;
-				else
-					d->corrected_errors += bad;
-			}
+			if (sim_write(fs->vol, (unsigned)st->disk, st->physical + row * sl, col[n + j], sl, 0))
+				d->uncorrectable_errors += bad;
+			else
+				d->corrected_errors += bad;
 		}
 	}
 	while (ncol--)
 		free(col[ncol]);
+	free(rows);
 	return r;
 }
 
