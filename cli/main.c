@@ -39,6 +39,7 @@ static const struct cli_cmd *const commands[] = {
 	&cli_cmd_check,
 	&cli_cmd_scrub,
 	&cli_cmd_device,
+	&cli_cmd_balance,
 	&cli_cmd_map,
 	&cli_cmd_demo,
 };

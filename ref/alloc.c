@@ -247,7 +247,7 @@ uint64_t alloc_free_bytes(ref_fs *fs, uint64_t type)
 {
 	uint64_t sum = 0;
 	for (size_t i = 0; i < fs->rw->nbgs; i++)
-		if (space_type(fs->rw->bgs[i].flags) == type)
+		if (space_type(fs->rw->bgs[i].flags) == type && !fs->rw->bgs[i].ro)
 			sum += fs->rw->bgs[i].free.bytes;
 	return sum;
 }
@@ -284,7 +284,7 @@ static bool take(ref_fs *fs, uint64_t type, uint64_t align, uint64_t want, uint6
 {
 	for (size_t i = 0; i < fs->rw->nbgs; i++) {
 		struct rw_bg *bg = &fs->rw->bgs[i];
-		if (space_type(bg->flags) == type && bg->free.bytes >= min &&
+		if (space_type(bg->flags) == type && !bg->ro && bg->free.bytes >= min &&
 		    bg_take(bg, align, want, min, start, len))
 			return true;
 	}

@@ -323,3 +323,15 @@ void chunk_free_all(ref_fs *fs)
 	fs->chunks = NULL;
 	fs->nchunks = fs->chunks_cap = 0;
 }
+
+void chunk_remove(ref_fs *fs, uint64_t logical)
+{
+	for (size_t i = 0; i < fs->nchunks; i++)
+		if (fs->chunks[i].logical == logical) {
+			free(fs->chunks[i].stripes);
+			memmove(&fs->chunks[i], &fs->chunks[i + 1],
+				(fs->nchunks - i - 1) * sizeof(*fs->chunks));
+			fs->nchunks--;
+			return;
+		}
+}

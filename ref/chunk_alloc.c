@@ -122,6 +122,12 @@ static const struct prof_rule *rule_of(uint64_t profile)
 	return NULL;
 }
 
+int chunk_profile_devs_min(uint64_t profile)
+{
+	const struct prof_rule *ru = rule_of(profile & BTRFS_BLOCK_GROUP_PROFILE_MASK);
+	return ru ? ru->devs_min : 1;
+}
+
 struct dev_space {
 	struct rw_dev *dev;
 	uint64_t best, best_len, fit;
@@ -174,8 +180,8 @@ static int place(ref_fs *fs, const struct prof_rule *ru, uint64_t stripe_cap, ui
 		return ref_fail(fs, ENOMEM, "out of memory");
 	for (size_t i = 0; i < rw->ndevs && !r; i++) {
 		sp[i].dev = &rw->devs[i];
-		if (rw->devs[i].missing)
-			continue; /* no room on a device that is not there */
+		if (rw->devs[i].missing || rw->devs[i].leaving)
+			continue; /* no room on a device that is not there (or going) */
 		r = dev_used(fs, rw->devs[i].devid, rw->devs[i].total_bytes, &sp[i].used);
 		holes(&sp[i].used, rw->devs[i].total_bytes, dup ? 2 * stripe_cap : stripe_cap,
 		      &sp[i].best, &sp[i].best_len, &sp[i].fit);
@@ -225,6 +231,34 @@ static int place(ref_fs *fs, const struct prof_rule *ru, uint64_t stripe_cap, ui
 	return r;
 }
 
+/* The profile of new chunks of a kind (DATA, METADATA or SYSTEM), as the
+ * kernel's btrfs_get_alloc_profile: a balance's conversion target, else the
+ * most redundant profile among the kind's block groups (after an
+ * interrupted conversion both are there); UINT64_MAX when it has none. */
+static uint64_t alloc_profile(ref_fs *fs, uint64_t type)
+{
+	struct rw_state *rw = fs->rw;
+	int kind = type == BTRFS_BLOCK_GROUP_DATA ? 0 : type == BTRFS_BLOCK_GROUP_METADATA ? 1 : 2;
+	if (rw->convert[kind])
+		return rw->convert[kind] & BTRFS_BLOCK_GROUP_PROFILE_MASK;
+	uint64_t have = 0;
+	bool any = false;
+	for (size_t i = 0; i < rw->nbgs; i++)
+		if ((rw->bgs[i].flags & (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA |
+					 BTRFS_BLOCK_GROUP_SYSTEM)) == type) {
+			have |= rw->bgs[i].flags & BTRFS_BLOCK_GROUP_PROFILE_MASK;
+			any = true;
+		}
+	static const uint64_t order[] = { BTRFS_BLOCK_GROUP_RAID1C4, BTRFS_BLOCK_GROUP_RAID6,
+					  BTRFS_BLOCK_GROUP_RAID1C3, BTRFS_BLOCK_GROUP_RAID5,
+					  BTRFS_BLOCK_GROUP_RAID10,  BTRFS_BLOCK_GROUP_RAID1,
+					  BTRFS_BLOCK_GROUP_DUP,     BTRFS_BLOCK_GROUP_RAID0 };
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
+		if (have & order[i])
+			return order[i];
+	return any ? 0 : UINT64_MAX;
+}
+
 int alloc_chunk(ref_fs *fs, uint64_t type)
 {
 	struct rw_state *rw = fs->rw;
@@ -235,11 +269,7 @@ int alloc_chunk(ref_fs *fs, uint64_t type)
 				: type == BTRFS_BLOCK_GROUP_SYSTEM ? "system"
 								   : "metadata",
 				FP_REF_ALLOC_CHUNK);
-	uint64_t profile = UINT64_MAX, total = 0;
-	for (size_t i = 0; i < rw->nbgs; i++)
-		if ((rw->bgs[i].flags & (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA |
-					 BTRFS_BLOCK_GROUP_SYSTEM)) == type)
-			profile = rw->bgs[i].flags & BTRFS_BLOCK_GROUP_PROFILE_MASK;
+	uint64_t profile = alloc_profile(fs, type), total = 0;
 	for (size_t i = 0; i < rw->ndevs; i++)
 		total += rw->devs[i].total_bytes;
 	const struct prof_rule *ru = profile == UINT64_MAX ? NULL : rule_of(profile);
@@ -251,7 +281,7 @@ int alloc_chunk(ref_fs *fs, uint64_t type)
 	 * can write) falls back to. */
 	size_t present = 0;
 	for (size_t i = 0; i < rw->ndevs; i++)
-		present += !rw->devs[i].missing;
+		present += !rw->devs[i].missing && !rw->devs[i].leaving;
 	if (present < (size_t)ru->devs_min) {
 		ref_log(fs, "degraded: %zu device%s left, new %s chunks are single, not %s", present,
 			present == 1 ? "" : "s", type == BTRFS_BLOCK_GROUP_DATA ? "data" : "metadata",

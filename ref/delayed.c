@@ -102,6 +102,19 @@ int dref_tree_flags(ref_fs *fs, uint64_t bytenr, uint8_t level, uint64_t flags)
 	return 0;
 }
 
+int dref_tree_gen(ref_fs *fs, uint64_t bytenr, uint8_t level, uint64_t gen)
+{
+	int r;
+	struct dref *d = head_of(fs, bytenr, &r);
+	if (!d)
+		return r;
+	d->tree = true;
+	d->num_bytes = fs->nodesize;
+	d->level = level;
+	d->gen = gen;
+	return 0;
+}
+
 int dref_data(ref_fs *fs, uint64_t bytenr, uint64_t num_bytes, uint64_t root, uint64_t ino,
 	      uint64_t offset, int64_t delta, bool is_new)
 {
@@ -213,7 +226,7 @@ static int run_extent(ref_fs *fs, struct dref *d)
 	}
 	if (!existed) {
 		x.key = key;
-		x.generation = fs->rw->transid;
+		x.generation = d->gen ? d->gen : fs->rw->transid;
 		x.flags = d->tree ? BTRFS_EXTENT_FLAG_TREE_BLOCK : BTRFS_EXTENT_FLAG_DATA;
 	}
 	x.flags |= d->set_flags;

@@ -84,6 +84,8 @@ const char *ref_super_fields_invalid(const struct btrfs_super_disk *sb);
 /* chunk.c */
 int chunk_add(ref_fs *fs, uint64_t logical, const struct btrfs_chunk *c, uint32_t item_size);
 const struct ref_chunk *chunk_find(const ref_fs *fs, uint64_t logical);
+/* Drops the chunk at `logical` from the map (a removed block group). */
+void chunk_remove(ref_fs *fs, uint64_t logical);
 uint64_t chunk_stripe_bytes(uint64_t type, uint64_t len, unsigned n);
 /* How many stripes a chunk of this type may lose and still be written (the
  * kernel's btrfs_raid_array tolerated_failures). */

@@ -54,6 +54,11 @@ void blk_key(const uint8_t *d, int slot, struct ref_key *k)
 	k->offset = LE64(dk->offset);
 }
 
+bool blk_reloc(const uint8_t *d)
+{
+	return le64(d + offsetof(struct btrfs_header_disk, flags)) & BTRFS_HEADER_FLAG_RELOC;
+}
+
 bool node_child_dropped(const uint8_t *d, int slot, const struct ref_key *drop_key)
 {
 	if ((uint32_t)slot + 1 >= blk_nritems(d))

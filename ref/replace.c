@@ -273,14 +273,7 @@ int ref_device_replace(ref_fs *fs, uint64_t devid, int target, bool avoid_src,
 	rw->in_txn = true;
 	if ((r = rw_commit(fs)))
 		return r;
-	if (rp.src_disk >= 0) { /* the old disk is no longer the device */
-		uint8_t zero[BTRFS_SUPER_SIZE] = { 0 };
-		for (int m = 0; m < BTRFS_SUPER_MIRRORS; m++) {
-			uint64_t off = btrfs_super_offset(m);
-			if (off + BTRFS_SUPER_SIZE <= sim_disk_size(fs->vol, (unsigned)rp.src_disk))
-				sim_write(fs->vol, (unsigned)rp.src_disk, off, zero, sizeof(zero), SIM_FUA);
-		}
-		fs->spare_disks |= rp.src_disk < 64 ? UINT64_C(1) << rp.src_disk : 0;
-	}
+	if (rp.src_disk >= 0) /* the old disk is no longer the device */
+		rw_wipe_supers(fs, rp.src_disk);
 	return 0;
 }

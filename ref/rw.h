@@ -55,6 +55,9 @@ void node_append(uint8_t *dst, const uint8_t *src, int slot, int nr);
  * the next child's key is at most drop_key, at any level.  (The cleaner drops
  * keys in order: everything before drop_key is dropped, the nodes on the way
  * to drop_key are kept, and drop_level is only where drop_key was taken.) */
+/* Whether a kernel's balance moved the block (BTRFS_HEADER_FLAG_RELOC): though newer
+ * than its tree's last snapshot, it may be shared. */
+bool blk_reloc(const uint8_t *d);
 bool node_child_dropped(const uint8_t *d, int slot, const struct ref_key *drop_key);
 
 /* ---- Ranges: a sorted set of disjoint [start, end) byte ranges ---- */
@@ -78,6 +81,7 @@ struct rw_bg {
 	bool new_bg;      /* created in this transaction: item and free-space info to insert */
 	struct rset free; /* allocatable now: not used, not allocated or pinned in this transaction */
 	uint64_t cursor;  /* next-fit allocation point */
+	bool ro;          /* being emptied by a balance: nothing new goes there */
 };
 
 /* A chunk allocated in this transaction: mapped at once, its items (chunk,
@@ -96,12 +100,19 @@ struct rw_dev {
 	bool dirty; /* its DEV_ITEM needs writing */
 	struct btrfs_dev_item item; /* as in the chunk tree (bytes_used kept current) */
 	bool missing; /* mounted degraded without it: no new chunk goes there */
+	bool leaving; /* being removed: no new chunk goes there either */
 };
 
 /* A version-4 uuid drawn from the file system's state (fsid, `id`, the
  * transaction, the clock), so that a run is reproducible (new subvolumes,
  * added devices). */
 void rw_new_uuid(ref_fs *fs, uint64_t id, uint8_t out[BTRFS_UUID_SIZE]);
+
+/* device_remove.c: zeroes every superblock copy of sim disk `disk`, which
+ * becomes a spare (a disk no longer the device it was). */
+void rw_wipe_supers(ref_fs *fs, int disk);
+/* chunk_alloc.c: the fewest devices a profile's chunks are made on. */
+int chunk_profile_devs_min(uint64_t profile);
 
 /* devstats.c: changed counters into the dev tree (a commit's settle round). */
 int devstats_settle(ref_fs *fs, bool *work);
@@ -124,6 +135,7 @@ struct dref {
 	bool is_new;          /* allocated in this transaction: no extent item yet */
 	uint8_t level;        /* tree blocks */
 	uint64_t set_flags;   /* extent flags to add (FULL_BACKREF) */
+	uint64_t gen;         /* a new extent item's generation (0: the transaction's) */
 	int64_t total;        /* the sum of the changes: the extent item's refs move by it */
 	struct dref_ref *refs; /* changes per back reference */
 	size_t nrefs, refs_cap;
@@ -170,6 +182,11 @@ struct rw_state {
 	uint64_t op_mark;  /* mods when the running operation began */
 	uint8_t chunk_tree_uuid[BTRFS_UUID_SIZE]; /* every tree block header carries it */
 	struct qg_state *qg; /* quota groups (qgroup.h); NULL when quotas are off */
+	/* A balance converting: the profile new chunks of each kind take
+	 * (data, metadata, system; 0: none, else the profile bits with
+	 * BTRFS_AVAIL_ALLOC_BIT_SINGLE as the mark), as the kernel's restripe
+	 * target. */
+	uint64_t convert[3];
 };
 
 /* rw.c (the mounted state) */
@@ -223,6 +240,9 @@ int dref_tree(ref_fs *fs, uint64_t bytenr, uint8_t level, uint64_t root, uint64_
 	      int delta, bool is_new);
 /* Adds FULL_BACKREF (or other flags) to a tree block's extent item. */
 int dref_tree_flags(ref_fs *fs, uint64_t bytenr, uint8_t level, uint64_t flags);
+/* The generation a new tree block's extent item records (a block a balance
+ * moved keeps its own). */
+int dref_tree_gen(ref_fs *fs, uint64_t bytenr, uint8_t level, uint64_t gen);
 int dref_data(ref_fs *fs, uint64_t bytenr, uint64_t num_bytes, uint64_t root, uint64_t ino,
 	      uint64_t offset, int64_t delta, bool is_new);
 int dref_data_shared(ref_fs *fs, uint64_t bytenr, uint64_t num_bytes, uint64_t parent,
@@ -282,9 +302,14 @@ int bt_snapshot_root(ref_fs *fs, struct rw_tree *src, uint64_t id, struct rw_tre
 /* share.c: tree blocks shared between a subvolume and its snapshots. */
 /* The references and extent flags of a tree block, pending changes included. */
 int share_info(ref_fs *fs, uint64_t bytenr, uint8_t level, uint64_t *refs, uint64_t *flags);
+/* The same, the count as it stands, zero or less without complaint (a block
+ * a balance moved, all of whose references went to its copy). */
+int share_refs(ref_fs *fs, uint64_t bytenr, uint8_t level, int64_t *refs, uint64_t *flags);
 /* Changes by delta the references block b holds on its children (tree
  * blocks in a node, data extents in a leaf): shared refs from b when full,
  * else keyed refs of b's owner (the kernel's btrfs_inc_ref/btrfs_dec_ref). */
+/* The same for one slot of b (a child pointer, or a file extent item). */
+int share_slot(ref_fs *fs, const struct ref_block *b, int slot, bool full, int delta);
 int share_children(ref_fs *fs, const struct ref_block *b, bool full, int delta);
 /* Switches b to full back references: its children referenced by b itself
  * rather than by its owner, its extent flagged FULL_BACKREF (the kernel's
@@ -301,6 +326,18 @@ int share_cow(ref_fs *fs, struct rw_tree *t, struct ref_block *b, struct ref_blo
 int cleaner_pending(ref_fs *fs);
 /* Frees one more part of the first deleted subvolume (all of it when small). */
 int cleaner_step(ref_fs *fs);
+
+/* reloc.c: empties block group `start` (balance, device remove): its data
+ * and tree blocks moved to other groups (committed), then the group removed
+ * (bg_remove).  0, or -errno with the group left partly emptied. */
+struct reloc_stats {
+	uint64_t tree_blocks, data_extents, data_bytes;
+};
+int reloc_block_group(ref_fs *fs, uint64_t start, struct reloc_stats *st);
+/* bg_remove.c: removes an empty block group and its chunk (block group
+ * item, free-space info, chunk item, device extents, the superblock's
+ * system array) and commits. */
+int bg_remove(ref_fs *fs, uint64_t start);
 
 /* commit.c */
 int rw_commit(ref_fs *fs);

@@ -22,7 +22,7 @@
 
 #include <errno.h>
 
-int share_info(ref_fs *fs, uint64_t bytenr, uint8_t level, uint64_t *refs, uint64_t *flags)
+int share_refs(ref_fs *fs, uint64_t bytenr, uint8_t level, int64_t *refs, uint64_t *flags)
 {
 	int64_t delta;
 	uint64_t add;
@@ -44,7 +44,7 @@ int share_info(ref_fs *fs, uint64_t bytenr, uint8_t level, uint64_t *refs, uint6
 		if (r == 0) {
 			ref_path_item(&p, &got, &d, &size);
 			if (!ref_key_cmp(&got, &k) && size >= sizeof(struct btrfs_extent_item)) {
-				*refs = le64(d);
+				*refs = (int64_t)le64(d);
 				*flags |= le64(d + 16);
 			} else {
 				r = 1;
@@ -55,10 +55,20 @@ int share_info(ref_fs *fs, uint64_t bytenr, uint8_t level, uint64_t *refs, uint6
 			return ref_fail(fs, EUCLEAN, "tree block %llu has no metadata extent item",
 					(unsigned long long)bytenr);
 	}
-	if ((int64_t)*refs + delta <= 0)
+	*refs += delta;
+	return 0;
+}
+
+int share_info(ref_fs *fs, uint64_t bytenr, uint8_t level, uint64_t *refs, uint64_t *flags)
+{
+	int64_t n;
+	int r = share_refs(fs, bytenr, level, &n, flags);
+	if (r)
+		return r;
+	if (n <= 0)
 		return ref_fail(fs, EUCLEAN, "tree block %llu is in use but has no reference left",
 				(unsigned long long)bytenr);
-	*refs = (uint64_t)((int64_t)*refs + delta);
+	*refs = (uint64_t)n;
 	return 0;
 }
 
@@ -77,30 +87,32 @@ static bool file_extent_ref(const uint8_t *d, uint32_t size, uint64_t *bytenr, u
 	return *bytenr != 0;
 }
 
-int share_children(ref_fs *fs, const struct ref_block *b, bool full, int delta)
+int share_slot(ref_fs *fs, const struct ref_block *b, int slot, bool full, int delta)
 {
 	const uint8_t *d = b->data;
-	uint32_t n = blk_nritems(d);
-	uint64_t owner = b->owner, parent = full ? b->bytenr : 0;
-	int r = 0;
-	for (uint32_t i = 0; i < n && !r; i++) {
-		if (b->level) {
-			uint64_t gen, child = node_ptr(d, (int)i, &gen);
-			r = dref_tree(fs, child, (uint8_t)(b->level - 1), owner, parent, delta, false);
-			continue;
-		}
-		struct ref_key k;
-		blk_key(d, (int)i, &k);
-		uint64_t bytenr, len, off;
-		if (k.type != BTRFS_EXTENT_DATA_KEY ||
-		    !file_extent_ref(leaf_data((uint8_t *)d, (int)i), leaf_item_size(d, (int)i),
-				     &bytenr, &len, &off))
-			continue;
-		if (full)
-			r = dref_data_shared(fs, bytenr, len, parent, delta);
-		else
-			r = dref_data(fs, bytenr, len, owner, k.objectid, k.offset - off, delta, false);
+	uint64_t parent = full ? b->bytenr : 0;
+	if (b->level) {
+		uint64_t gen, child = node_ptr(d, slot, &gen);
+		return dref_tree(fs, child, (uint8_t)(b->level - 1), b->owner, parent, delta, false);
 	}
+	struct ref_key k;
+	blk_key(d, slot, &k);
+	uint64_t bytenr, len, off;
+	if (k.type != BTRFS_EXTENT_DATA_KEY ||
+	    !file_extent_ref(leaf_data((uint8_t *)d, slot), leaf_item_size(d, slot), &bytenr, &len,
+			     &off))
+		return 0;
+	if (full)
+		return dref_data_shared(fs, bytenr, len, parent, delta);
+	return dref_data(fs, bytenr, len, b->owner, k.objectid, k.offset - off, delta, false);
+}
+
+int share_children(ref_fs *fs, const struct ref_block *b, bool full, int delta)
+{
+	uint32_t n = blk_nritems(b->data);
+	int r = 0;
+	for (uint32_t i = 0; i < n && !r; i++)
+		r = share_slot(fs, b, (int)i, full, delta);
 	return r;
 }
 
@@ -126,9 +138,11 @@ int share_cow(ref_fs *fs, struct rw_tree *t, struct ref_block *b, struct ref_blo
 {
 	uint64_t refs = 1, flags = 0;
 	/* Only blocks below the root and as old as the last snapshot can be
-	 * shared (the kernel's btrfs_block_can_be_shared). */
-	bool may_share = t->last_snapshot && b->bytenr != t->root.bytenr &&
-			 b->gen <= t->last_snapshot;
+	 * shared (the kernel's btrfs_block_can_be_shared); a block a kernel's balance
+	 * moved is newer than that but may be shared all the same
+	 * (HEADER_FLAG_RELOC). */
+	bool may_share = b->bytenr != t->root.bytenr &&
+			 ((t->last_snapshot && b->gen <= t->last_snapshot) || blk_reloc(b->data));
 	int r = may_share ? share_info(fs, b->bytenr, b->level, &refs, &flags) : 0;
 	if (r)
 		return r;

@@ -113,6 +113,43 @@ int ref_device_replace(ref_fs *fs, uint64_t devid, int target, bool avoid_src,
  * *devid gets its devid.  New chunks may use it from then on.  Commits. */
 int ref_device_add(ref_fs *fs, int disk, uint64_t *devid);
 
+/* ---- Balance (balance.c) and device remove (device_remove.c) ---- */
+
+/* What to balance: flags BTRFS_BALANCE_DATA / METADATA / SYSTEM (the kinds
+ * of block group) and FORCE; per kind, btrfs balance's filters in the
+ * ioctl's btrfs_balance_args (flags BTRFS_BALANCE_ARGS_*: profiles, usage
+ * or usage range, devid, drange, vrange, limit or limit range, stripes,
+ * convert with target, soft; a single profile is BTRFS_AVAIL_ALLOC_BIT_SINGLE). */
+struct ref_balance {
+	uint64_t flags;
+	struct btrfs_balance_args data, meta, sys;
+};
+struct ref_balance_stats {
+	uint64_t considered, relocated; /* chunks: "had to relocate N out of M chunks" */
+	uint64_t tree_blocks, data_extents, data_bytes; /* what moved */
+};
+/* Relocates every chunk the filters choose (btrfs balance start): -EINVAL for
+ * arguments the kernel refuses, -EINPROGRESS when an interrupted balance
+ * waits.  Its arguments stay in the balance item until it is done, so that
+ * an interrupted balance can be resumed.  Commits as it goes. */
+int ref_balance(ref_fs *fs, const struct ref_balance *b, struct ref_balance_stats *st);
+/* Resumes an interrupted balance (-ENOTCONN when there is none); chunks a
+ * conversion already converted are skipped. */
+int ref_balance_resume(ref_fs *fs, struct ref_balance_stats *st);
+/* Forgets an interrupted balance (btrfs balance cancel): -ENOTCONN when none. */
+int ref_balance_cancel(ref_fs *fs);
+/* The interrupted balance's arguments: 0, 1 when there is none, or -errno
+ * (works read-only too). */
+int ref_balance_get(ref_fs *fs, struct ref_balance *out);
+
+/* Removes device `devid` (btrfs device remove): every chunk with a stripe
+ * on it relocated to the other devices, its DEV_ITEM and statistics gone,
+ * the superblock's counts shrunk, its superblocks wiped (when present; a
+ * missing device is removed just the same).  -EINVAL when the profiles in
+ * use need more devices than would be left, -ENOSPC when the others have
+ * no room.  Commits. */
+int ref_device_remove(ref_fs *fs, uint64_t devid, struct ref_balance_stats *st);
+
 /* Sets every device's error counters to 0 and commits (btrfs device stats -z). */
 int ref_dev_stats_reset(ref_fs *fs);
 

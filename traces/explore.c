@@ -59,7 +59,7 @@ static bool persists(enum wl_kind k)
 	 * return (ref/vfs.h; `btrfs subvolume snapshot` waits for the commit
 	 * too); subvol-sync commits only when the cleaner has work. */
 	return k == WL_FSYNC || k == WL_FDATASYNC || k == WL_SYNC || k == WL_SUBVOL_CREATE ||
-	       k == WL_SNAPSHOT || k == WL_SUBVOL_DELETE;
+	       k == WL_SNAPSHOT || k == WL_SUBVOL_DELETE || k == WL_BALANCE;
 }
 
 /* Whether the workload has subvolume operations: then the oracle compares the

@@ -1421,7 +1421,7 @@ int model_apply(struct model *m, const struct wl_op *op, int result, char *err, 
 	if (result != 0)
 		return 0; /* a failed op changes nothing */
 	if (op->kind != WL_SYNC && op->kind != WL_MARK && op->kind != WL_CRASH &&
-	    op->kind != WL_SUBVOL_SYNC && op->kind != WL_QUOTA_ENABLE &&
+	    op->kind != WL_SUBVOL_SYNC && op->kind != WL_QUOTA_ENABLE && op->kind != WL_BALANCE &&
 	    (unsigned)op->kind < WL_NKINDS && (!op->path || op->path[0] != '/'))
 		return disagree(err, errlen, op, "no absolute path");
 	switch (op->kind) {
@@ -1474,6 +1474,7 @@ int model_apply(struct model *m, const struct wl_op *op, int result, char *err, 
 	case WL_CRASH:
 	case WL_SUBVOL_SYNC:
 	case WL_QUOTA_ENABLE: /* quota groups show in nothing the model describes */
+	case WL_BALANCE:      /* nor where blocks are */
 		return 0;
 	default:
 		return disagree(err, errlen, op, "unknown operation %d", (int)op->kind);

@@ -599,6 +599,22 @@ static int do_quota_enable(const struct wl_host *h, char *err, size_t errlen)
 	return r;
 }
 
+/* balance: `btrfs balance start --full-balance`, BTRFS_IOC_BALANCE_V2 on
+ * the root directory with every kind of block group and no filter. */
+static int do_balance(const struct wl_host *h, char *err, size_t errlen)
+{
+	int fd = open_root(h, err, errlen);
+	if (fd < 0)
+		return fd;
+	struct btrfs_ioctl_balance_args ba;
+	memset(&ba, 0, sizeof(ba));
+	ba.flags = BTRFS_BALANCE_TYPE_MASK;
+	int r = ioctl(fd, BTRFS_IOC_BALANCE_V2, &ba) < 0 ? fail(err, errlen, "BTRFS_IOC_BALANCE_V2", -errno)
+							  : 0;
+	close(fd);
+	return r;
+}
+
 int wl_exec_host(void *host, const struct wl_op *op, char *err, size_t errlen)
 {
 	const struct wl_host *h = host;
@@ -676,6 +692,8 @@ int wl_exec_host(void *host, const struct wl_op *op, char *err, size_t errlen)
 		return do_subvol_sync(h, err, errlen);
 	case WL_QUOTA_ENABLE:
 		return do_quota_enable(h, err, errlen);
+	case WL_BALANCE:
+		return do_balance(h, err, errlen);
 	case WL_MARK:
 		return 0;
 	case WL_CRASH:

@@ -67,6 +67,12 @@ int wl_exec_ref(void *target, const struct wl_op *op, char *err, size_t errlen)
 	case WL_SUBVOL_DELETE: r = ref_subvol_delete(fs, op->path); break;
 	case WL_SUBVOL_SYNC: r = ref_subvol_sync(fs); break;
 	case WL_QUOTA_ENABLE: r = ref_qgroup_enable(fs); break;
+	case WL_BALANCE: {
+		struct ref_balance b = { .flags = BTRFS_BALANCE_TYPE_MASK };
+		struct ref_balance_stats st;
+		r = ref_balance(fs, &b, &st);
+		break;
+	}
 	default:
 		snprintf(err, errlen, "operation %d is the runner's, not the file system's", op->kind);
 		return -EINVAL;

@@ -49,6 +49,7 @@ const struct wl_kind_info wl_kinds[WL_NKINDS] = {
 	[WL_SUBVOL_DELETE] = K("subvol-delete", 1, 1, P("PATH")),
 	[WL_SUBVOL_SYNC] = K("subvol-sync", 0, 0, { 0 }),
 	[WL_QUOTA_ENABLE] = K("quota-enable", 0, 0, { 0 }),
+	[WL_BALANCE] = K("balance", 0, 0, { 0 }),
 };
 
 #undef P

@@ -46,6 +46,8 @@ enum wl_kind {
 	WL_SUBVOL_SYNC,	/* subvol-sync                           wait for the cleaner (btrfs subvolume sync) */
 	/* Quota groups (btrfs); commits before it returns. */
 	WL_QUOTA_ENABLE, /* quota-enable                         btrfs quota enable, the rescan waited for */
+	/* Balance (btrfs); commits as it goes. */
+	WL_BALANCE,	/* balance                               every block group relocated (btrfs balance start --full-balance) */
 	WL_NKINDS
 };
 
@@ -63,7 +65,7 @@ enum wl_kind {
 
 /*
  * One operation.  A kind uses the fields its comment above names, plus path
- * (every kind but sync, mark, crash, subvol-sync and quota-enable) and
+ * (every kind but sync, mark, crash, subvol-sync, quota-enable and balance) and
  * expect; the others are zero when the parser made the op, and are ignored
  * by wl_format and wl_append.
  * Strings are NUL-terminated and never contain a NUL; value may (vlen counts it).
