@@ -3,7 +3,8 @@
  * in the dev tree, in the layout of `btrfs device stats` (btrfs-progs 6.2),
  * with its -z (reset) and -c (exit 64 when any counter is not zero); and
  * `btrsim device replace`: a device rebuilt onto a new image (btrfs replace
- * start -B); `btrsim device add`: a new image joins as a device.
+ * start -B); `btrsim device add`: a new image joins as a device; `btrsim
+ * device remove`: a device's chunks moved to the others and it leaves.
  */
 #include "cli/fsops.h"
 #include "cli/image.h"
@@ -20,6 +21,7 @@ static const char usage_text[] =
 	"usage: btrsim device stats [-z] [-c] IMG...\n"
 	"       btrsim device replace [-r] [-f] SRC TARGET IMG...\n"
 	"       btrsim device add [-f] NEW IMG...\n"
+	"       btrsim device remove DEV IMG...\n"
 	"\n"
 	"The error counters of each device of the file system on the images, as\n"
 	"'btrfs device stats' prints them: write, read and flush errors of requests,\n"
@@ -46,7 +48,13 @@ static const char usage_text[] =
 	"devid), as 'btrfs device add': NEW is created as large as the largest IMG\n"
 	"when it does not exist, and must hold at least 256 MiB and no btrfs file\n"
 	"system (-f wipes one).  New chunks may go there from then on; existing ones\n"
-	"stay (a balance would move them: not implemented, nor is device remove).\n"
+	"stay until a balance moves them ('btrsim balance').\n"
+	"\n"
+	"remove takes device DEV (its devid, its image among IMG..., or 'missing' for\n"
+	"the device a degraded volume lacks) out of the file system, as 'btrfs device\n"
+	"remove': every chunk with a stripe on it is relocated to the other devices\n"
+	"(in the same profile), then its items go and its superblocks are wiped.  The\n"
+	"kernel's limits hold: not below a profile's fewest devices, not the last one.\n"
 	"\n"
 	"Exit status: 0; stats: 64 with -c when an error was counted; replace: 3\n"
 	"when bytes no copy held correctly were copied as they were; 1 when the file\n"
@@ -296,6 +304,57 @@ static int replace(int argc, char **argv)
 	return rc ? rc : rs.uncorrectable ? 3 : 0;
 }
 
+static int remove_dev(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (c == 'h')
+			return cli_help(&cli_cmd_device);
+		return cli_usage_error(&cli_cmd_device, "remove: unknown option '%s'", argv[optind - 1]);
+	}
+	if (argc - optind < 2)
+		return cli_usage_error(&cli_cmd_device, "remove: needs DEV and at least one image");
+	const char *dev = argv[optind];
+	char **imgs = argv + optind + 1;
+	int nimg = argc - optind - 1, disk = -1;
+	uint64_t devid = 0;
+	bool missing = !strcmp(dev, "missing");
+	for (int i = 0; i < nimg; i++)
+		if (!strcmp(imgs[i], dev))
+			disk = i;
+	if (!missing && disk < 0 && cli_parse_u64(dev, &devid, 0))
+		return cli_usage_error(&cli_cmd_device,
+				       "remove: DEV '%s' is neither a devid, one of the images, nor 'missing'", dev);
+	struct cli_mount m;
+	int rc = cli_mount_degraded(&cli_cmd_device, imgs, nimg, true, &m);
+	if (rc)
+		return rc;
+	struct ref_dev_stats st[SIM_MAX_DISKS];
+	size_t n;
+	ref_dev_stats(m.fs, st, SIM_MAX_DISKS, &n);
+	for (size_t i = 0; i < n && (missing || disk >= 0); i++)
+		if ((missing && st[i].disk < 0) || (disk >= 0 && st[i].disk == disk))
+			devid = st[i].devid;
+	if (!devid) {
+		cli_report(&m, "remove", missing ? ENODEV : EINVAL,
+			   missing ? "no device is missing" : "DEV's image is not a device of the file system");
+		return cli_abort(&m);
+	}
+	struct ref_balance_stats bs;
+	int r = ref_device_remove(m.fs, devid, &bs);
+	if (r)
+		return cli_op_fail(&m, "remove", r);
+	printf("removed devid %llu: %llu chunks relocated\n", (unsigned long long)devid,
+	       (unsigned long long)bs.relocated);
+	return cli_umount(&m);
+}
+
 static int cmd_device(int argc, char **argv)
 {
 	if (argc < 2)
@@ -308,12 +367,14 @@ static int cmd_device(int argc, char **argv)
 		return replace(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "add"))
 		return add(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "remove"))
+		return remove_dev(argc - 1, argv + 1);
 	return cli_usage_error(&cli_cmd_device, "unknown command '%s'", argv[1]);
 }
 
 const struct cli_cmd cli_cmd_device = {
 	.name = "device",
-	.summary = "per-device error counters; add and replace devices",
+	.summary = "per-device error counters; add, remove and replace devices",
 	.usage = usage_text,
 	.run = cmd_device,
 };

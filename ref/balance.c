@@ -205,13 +205,13 @@ static int check_target(ref_fs *fs, const struct btrfs_balance_args *a, const ch
 	uint64_t t = a->target;
 	bool one = t && !(t & (t - 1));
 	size_t present = 0;
+	char name[16];
 	for (size_t i = 0; i < fs->rw->ndevs; i++)
 		present += !fs->rw->devs[i].missing && !fs->rw->devs[i].leaving;
 	if (!one || !(t & (BTRFS_BLOCK_GROUP_PROFILE_MASK | BTRFS_AVAIL_ALLOC_BIT_SINGLE)) ||
 	    present < (size_t)chunk_profile_devs_min(t))
 		return ref_fail(fs, EINVAL, "balance: invalid convert %s profile %s", kind,
-				t & BTRFS_AVAIL_ALLOC_BIT_SINGLE ? "single"
-								 : ref_profile_name(t & BTRFS_BLOCK_GROUP_PROFILE_MASK));
+				chunk_profile_lower(t, name));
 	return 0;
 }
 

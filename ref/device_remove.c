@@ -36,13 +36,14 @@ static int check_min_devices(ref_fs *fs, size_t left)
 {
 	if (left == 0)
 		return ref_fail(fs, EINVAL, "unable to remove the only writeable device");
+	char name[16];
 	for (size_t i = 0; i < fs->nchunks; i++) {
 		uint64_t prof = fs->chunks[i].type & BTRFS_BLOCK_GROUP_PROFILE_MASK;
 		int need = chunk_profile_devs_min(prof);
 		if (prof && prof != BTRFS_BLOCK_GROUP_DUP && prof != BTRFS_BLOCK_GROUP_RAID0 &&
 		    left < (size_t)need)
 			return ref_fail(fs, EINVAL, "unable to go below %s devices on %s",
-					count_word[need], ref_profile_name(prof));
+					count_word[need], chunk_profile_lower(prof, name));
 	}
 	return 0;
 }
