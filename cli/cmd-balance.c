@@ -6,6 +6,7 @@
  * drange needs devid; soft needs convert) and its messages.
  */
 #include "cli/fsops.h"
+#include "faults/plan.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -14,7 +15,7 @@
 
 static const char usage_text[] =
 	"usage: btrsim balance [start] [-d[FILTERS]] [-m[FILTERS]] [-s[FILTERS]] [-f]\n"
-	"                      [--degraded] IMG...\n"
+	"                      [--degraded] [--faults PLAN] IMG...\n"
 	"       btrsim balance resume [--degraded] IMG...\n"
 	"       btrsim balance cancel IMG...\n"
 	"       btrsim balance status IMG...\n"
@@ -32,6 +33,8 @@ static const char usage_text[] =
 	"  -s[FILTERS]   system block groups (needs -f)\n"
 	"  -f, --force   allow -s, and converting metadata to less redundancy\n"
 	"      --degraded  with devices missing (mounted degraded)\n"
+	"      --faults PLAN  arm the fault plan PLAN (faults/README.md, seed 1) while\n"
+	"                  the balance runs: to interrupt one on purpose\n"
 	"  -h, --help    show this help\n"
 	"\n"
 	"FILTERS, comma-separated: profiles=P[|P...], usage=N or usage=MIN..MAX\n"
@@ -176,7 +179,26 @@ static void print_done(const struct ref_balance_stats *st)
 		(unsigned long long)st->data_bytes);
 }
 
-enum { OPT_DEGRADED = 0x100 };
+enum { OPT_DEGRADED = 0x100, OPT_FAULTS };
+
+/* ref_balance with the fault plan at path armed (NULL: none). */
+static int balance_with_faults(struct cli_mount *m, const char *path, const struct ref_balance *b,
+			       struct ref_balance_stats *st)
+{
+	if (!path)
+		return ref_balance(m->fs, b, st);
+	struct fault_plan *plan;
+	char err[256];
+	if (fault_plan_parse_file(path, &plan, err, sizeof(err)) ||
+	    fault_plan_arm(plan, 1, m->vol, err, sizeof(err))) {
+		cli_report(m, "faults", EINVAL, err);
+		return -EINVAL;
+	}
+	int r = ref_balance(m->fs, b, st);
+	fault_plan_disarm();
+	fault_plan_free(plan);
+	return r;
+}
 
 static int start(int argc, char **argv)
 {
@@ -187,9 +209,11 @@ static int start(int argc, char **argv)
 		{ "force", no_argument, NULL, 'f' },
 		{ "full-balance", no_argument, NULL, 'F' },
 		{ "degraded", no_argument, NULL, OPT_DEGRADED },
+		{ "faults", required_argument, NULL, OPT_FAULTS },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const char *faults = NULL;
 	struct ref_balance b;
 	memset(&b, 0, sizeof(b));
 	bool degraded = false;
@@ -204,6 +228,7 @@ static int start(int argc, char **argv)
 		case 'f': b.flags |= BTRFS_BALANCE_FORCE; break;
 		case 'F': break;
 		case OPT_DEGRADED: degraded = true; break;
+		case OPT_FAULTS: faults = optarg; break;
 		case 'h': return cli_help(&cli_cmd_balance);
 		default: return cli_usage_error(&cli_cmd_balance, "unknown option '%s'", argv[optind - 1]);
 		}
@@ -232,7 +257,9 @@ static int start(int argc, char **argv)
 	if ((rc = cli_mount_degraded(&cli_cmd_balance, argv + optind, argc - optind, degraded, &m)))
 		return rc;
 	struct ref_balance_stats st;
-	int r = ref_balance(m.fs, &b, &st);
+	int r = balance_with_faults(&m, faults, &b, &st);
+	if (r == -EINVAL && faults && !ref_error(m.fs)[0])
+		return cli_abort(&m);
 	if (r)
 		return cli_op_fail(&m, "balance", r);
 	print_done(&st);
