@@ -338,16 +338,15 @@ static int remove_dev(int argc, char **argv)
 	struct ref_dev_stats st[SIM_MAX_DISKS];
 	size_t n;
 	ref_dev_stats(m.fs, st, SIM_MAX_DISKS, &n);
-	for (size_t i = 0; i < n && (missing || disk >= 0); i++)
-		if ((missing && st[i].disk < 0) || (disk >= 0 && st[i].disk == disk))
+	for (size_t i = 0; i < n && disk >= 0; i++)
+		if (st[i].disk == disk)
 			devid = st[i].devid;
-	if (!devid) {
-		cli_report(&m, "remove", missing ? ENODEV : EINVAL,
-			   missing ? "no device is missing" : "DEV's image is not a device of the file system");
+	if (!devid && !missing) {
+		cli_report(&m, "remove", EINVAL, "DEV's image is not a device of the file system");
 		return cli_abort(&m);
 	}
 	struct ref_balance_stats bs;
-	int r = ref_device_remove(m.fs, devid, &bs);
+	int r = ref_device_remove(m.fs, &devid, &bs);
 	if (r)
 		return cli_op_fail(&m, "remove", r);
 	printf("removed devid %llu: %llu chunks relocated\n", (unsigned long long)devid,

@@ -335,17 +335,6 @@ static int run(ref_fs *fs, const struct ref_balance *b, bool resume, struct ref_
 	return r;
 }
 
-/* Deleted subvolumes are dropped first: their half-dropped trees are not
- * walked (the kernel's relocation waits for the cleaner likewise). */
-static int settle(ref_fs *fs)
-{
-	int r;
-	while ((r = cleaner_pending(fs)) == 1)
-		if ((r = cleaner_step(fs)) || (r = rw_commit(fs)))
-			return r;
-	return r;
-}
-
 static int finish(ref_fs *fs, const struct ref_balance *b, bool resume, struct ref_balance_stats *st)
 {
 	int r = run(fs, b, resume, st);
@@ -371,7 +360,7 @@ int ref_balance(ref_fs *fs, const struct ref_balance *b, struct ref_balance_stat
 		return r ? r
 			 : ref_fail(fs, EINPROGRESS,
 				    "balance: a balance was interrupted; resume or cancel it first");
-	if ((r = check_args(fs, b)) || (r = settle(fs)) || (r = item_put(fs, b)) ||
+	if ((r = check_args(fs, b)) || (r = item_put(fs, b)) ||
 	    (r = rw_commit(fs)))
 		return r;
 	return finish(fs, b, false, st);
@@ -386,7 +375,7 @@ int ref_balance_resume(ref_fs *fs, struct ref_balance_stats *st)
 	struct ref_balance b;
 	if ((r = ref_balance_get(fs, &b)) == 1)
 		return ref_fail(fs, ENOTCONN, "balance: no balance to resume");
-	if (r || (r = check_args(fs, &b)) || (r = settle(fs)))
+	if (r || (r = check_args(fs, &b)))
 		return r;
 	b.flags |= BTRFS_BALANCE_RESUME;
 	return finish(fs, &b, true, st);

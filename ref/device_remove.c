@@ -119,19 +119,23 @@ static int drop_device(ref_fs *fs, size_t di)
 	return 0;
 }
 
-int ref_device_remove(ref_fs *fs, uint64_t devid, struct ref_balance_stats *st)
+int ref_device_remove(ref_fs *fs, uint64_t *devidp, struct ref_balance_stats *st)
 {
+	uint64_t devid = *devidp;
 	memset(st, 0, sizeof(*st));
 	int r = rw_check_writable(fs);
 	if (r)
 		return r;
 	struct rw_state *rw = fs->rw;
 	size_t di = rw->ndevs;
-	for (size_t i = 0; i < rw->ndevs; i++)
-		if (rw->devs[i].devid == devid)
+	for (size_t i = 0; i < rw->ndevs && di == rw->ndevs; i++)
+		if (devid ? rw->devs[i].devid == devid : rw->devs[i].missing)
 			di = i;
+	if (di == rw->ndevs && !devid)
+		return ref_fail(fs, ENODEV, "no missing devices found to remove");
 	if (di == rw->ndevs)
 		return ref_fail(fs, ENODEV, "no device with devid %llu", (unsigned long long)devid);
+	devid = *devidp = rw->devs[di].devid;
 	if ((r = check_min_devices(fs, rw->ndevs - 1)))
 		return r;
 	int disk = -1;

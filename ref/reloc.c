@@ -235,7 +235,8 @@ static int walk_tree(struct reloc *rl, struct rw_tree *t)
 }
 
 /* The trees to walk: the root and chunk trees, and every tree with a root
- * item (for data, only those that hold file extents). */
+ * item; for data only those that may hold file extents (subvolumes, and the
+ * root tree: a v1 free-space cache is file data there). */
 static int tree_ids(ref_fs *fs, bool all, uint64_t **ids, size_t *n)
 {
 	*ids = NULL;
@@ -245,13 +246,15 @@ static int tree_ids(ref_fs *fs, bool all, uint64_t **ids, size_t *n)
 	struct ref_path p;
 	struct ref_key k = { 0, 0, 0 };
 	int r = ref_search(fs, &rt, &k, &p);
-	if (all && r >= 0) {
+	if (r >= 0) {
 		*ids = malloc(2 * sizeof(**ids));
-		if (!*ids)
+		if (!*ids) {
+			ref_path_release(fs, &p);
 			return ref_fail(fs, ENOMEM, "out of memory");
-		(*ids)[0] = BTRFS_CHUNK_TREE_OBJECTID;
-		(*ids)[1] = BTRFS_ROOT_TREE_OBJECTID;
-		*n = cap = 2;
+		}
+		(*ids)[0] = BTRFS_ROOT_TREE_OBJECTID;
+		(*ids)[1] = BTRFS_CHUNK_TREE_OBJECTID;
+		*n = cap = all ? 2 : 1;
 	}
 	while (r == 0) {
 		const uint8_t *d;
@@ -389,9 +392,14 @@ int reloc_block_group(ref_fs *fs, uint64_t start, struct reloc_stats *st)
 	const struct ref_chunk *c = chunk_find(fs, start);
 	if (!bg || !c || bg->start != start || c->logical != start)
 		return ref_fail(fs, ENOENT, "no block group at %llu", (unsigned long long)start);
-	/* What this transaction made so far reaches the disk first: every block
-	 * in the group is then an old one, and moves. */
-	if (fs->rw->in_txn && (r = rw_commit(fs)))
+	/* Deleted subvolumes are dropped first: their half-dropped trees are
+	 * not walked (the kernel's relocation waits for the cleaner likewise).
+	 * And what this transaction made reaches the disk: every block in the
+	 * group is then an old one, and moves. */
+	while ((r = cleaner_pending(fs)) == 1)
+		if ((r = cleaner_step(fs)) || (r = rw_commit(fs)))
+			return r;
+	if (r < 0 || (fs->rw->in_txn && (r = rw_commit(fs))))
 		return r;
 	bg = rw_bg_find(fs, start);
 	bg->ro = true;

@@ -142,13 +142,15 @@ int ref_balance_cancel(ref_fs *fs);
  * (works read-only too). */
 int ref_balance_get(ref_fs *fs, struct ref_balance *out);
 
-/* Removes device `devid` (btrfs device remove): every chunk with a stripe
+/* Removes device *devid (btrfs device remove; 0: the first missing one, as
+ * "btrfs device remove missing", *devid then set): every chunk with a stripe
  * on it relocated to the other devices, its DEV_ITEM and statistics gone,
  * the superblock's counts shrunk, its superblocks wiped (when present; a
  * missing device is removed just the same).  -EINVAL when the profiles in
- * use need more devices than would be left, -ENOSPC when the others have
- * no room.  Commits. */
-int ref_device_remove(ref_fs *fs, uint64_t devid, struct ref_balance_stats *st);
+ * use need more devices than would be left, -ENODEV when there is no such
+ * device (or none is missing), -ENOSPC when the others have no room.
+ * Commits. */
+int ref_device_remove(ref_fs *fs, uint64_t *devid, struct ref_balance_stats *st);
 
 /* Sets every device's error counters to 0 and commits (btrfs device stats -z). */
 int ref_dev_stats_reset(ref_fs *fs);

@@ -111,3 +111,5 @@ diff -r "$T/before" "$T/after" >/dev/null || fail "the files differ after the re
 done_check
 run removed-image-gone 1 "$BTRSIM" check "$A"
 err_has 'no valid btrfs superblock'; done_check
+run remove-none-missing 1 "$BTRSIM" device remove missing "$B" "$C"
+err_has 'ENODEV .*no missing devices found to remove'; done_check

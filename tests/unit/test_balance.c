@@ -251,9 +251,13 @@ Test(balance, refused)
 	WU_ERR(fs, ref_balance(fs, &b, &st), EINVAL);
 	WU_ERR(fs, ref_balance_resume(fs, &st), ENOTCONN);
 	WU_ERR(fs, ref_balance_cancel(fs), ENOTCONN);
-	WU_ERR(fs, ref_device_remove(fs, 1, &st), EINVAL); /* data is RAID1: two devices */
+	uint64_t devid = 1;
+	WU_ERR(fs, ref_device_remove(fs, &devid, &st), EINVAL); /* data is RAID1: two devices */
 	cr_assert(strstr(ref_error(fs), "unable to go below two devices on raid1"), "%s", ref_error(fs));
-	WU_ERR(fs, ref_device_remove(fs, 9, &st), ENODEV);
+	devid = 9;
+	WU_ERR(fs, ref_device_remove(fs, &devid, &st), ENODEV);
+	devid = 0;
+	WU_ERR(fs, ref_device_remove(fs, &devid, &st), ENODEV); /* none is missing */
 	WU_OK(fs, ref_umount(fs));
 	sim_volume_close(vol);
 }
@@ -322,12 +326,14 @@ Test(balance, device_remove)
 	ref_fs *fs;
 	cr_assert_eq(ref_mount(vol, NULL, &fs, err, sizeof(err)), 0, "%s", err);
 	struct ref_balance_stats st;
-	WU_OK(fs, ref_device_remove(fs, 1, &st));
+	uint64_t devid = 1;
+	WU_OK(fs, ref_device_remove(fs, &devid, &st));
 	cr_assert_gt(st.relocated, 0);
 	for (size_t i = 0; i < fs->nchunks; i++)
 		for (uint16_t s = 0; s < fs->chunks[i].num_stripes; s++)
 			cr_assert_neq(fs->chunks[i].stripes[s].devid, 1, "a chunk stays on devid 1");
-	WU_ERR(fs, ref_device_remove(fs, 2, &st), EINVAL);
+	devid = 2;
+	WU_ERR(fs, ref_device_remove(fs, &devid, &st), EINVAL);
 	expect_files(fs);
 	WU_OK(fs, ref_umount(fs));
 	/* Disk 0 is no longer part of the file system: the others open whole. */
