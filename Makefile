@@ -132,6 +132,7 @@ bench: deps
 	@build/release/bench/bench-snapshot quota
 	@build/release/bench/bench-raid profiles
 	@build/release/bench/bench-raid rebuild
+	@build/release/bench/bench-raid balance
 	@sh bench/bench_explore.sh build/release/btrsim
 	@$(MAKE) --no-print-directory MODE=afl B=$(FUZZ_B) fuzz-bins && sh bench/bench_fuzz.sh $(FUZZ_B)
 

@@ -9,7 +9,11 @@
  *             second), per profile, against that profile's own cold read;
  *   rebuild   the time of a device replace (a lost disk of RAID1 and RAID5
  *             rebuilt onto a spare) for 64, 128 and 256 MiB of data, against
- *             the 64 MiB one (it should grow with the data, about linearly).
+ *             the 64 MiB one (it should grow with the data, about linearly);
+ *   balance   the time of a conversion (`btrfs balance -dconvert=raid5
+ *             -mconvert=raid1c3`) of 64 and 256 MiB of RAID1 data on 4 disks,
+ *             against writing the same data into RAID5 from scratch (the
+ *             conversion reads it, verifies it and writes it: about 1-2x).
  *
  * Each figure is the best of 3 rounds on a fresh volume.
  */
@@ -169,6 +173,45 @@ static void rebuild_bench(void)
 	}
 }
 
+/* 64 and 256 MiB of RAID1 data converted to RAID5 (metadata to RAID1C3),
+ * against the write of the same data into a fresh RAID5 volume. */
+static void balance_bench(void)
+{
+	for (unsigned mib = 64; mib <= 256; mib *= 4) {
+		double conv = 1e9, fresh = 1e9;
+		uint64_t moved = 0;
+		for (int round = 0; round < ROUNDS; round++) {
+			sim_volume *vol;
+			ref_fs *fs = bench_fresh_profile(&vol, NDISKS, DISK_MIB * MIB, BTRFS_BLOCK_GROUP_RAID5);
+			fresh = best(fresh, write_file(fs, mib));
+			sim_volume_close(vol);
+			fs = bench_fresh_profile(&vol, NDISKS, DISK_MIB * MIB, BTRFS_BLOCK_GROUP_RAID1);
+			write_file(fs, mib);
+			char err[256];
+			struct ref_mount_opts mo = { .open = { .super_mirror = -1 } };
+			if (ref_mount(vol, &mo, &fs, err, sizeof(err)))
+				bench_die("mount", err);
+			struct ref_balance b;
+			memset(&b, 0, sizeof(b));
+			b.flags = BTRFS_BALANCE_TYPE_MASK;
+			b.data.flags = b.meta.flags = b.sys.flags = BTRFS_BALANCE_ARGS_CONVERT;
+			b.data.target = BTRFS_BLOCK_GROUP_RAID5;
+			b.meta.target = b.sys.target = BTRFS_BLOCK_GROUP_RAID1C3;
+			struct ref_balance_stats st;
+			double t = bench_now();
+			if (ref_balance(fs, &b, &st))
+				bench_die("balance", ref_error(fs));
+			if (ref_umount(fs))
+				bench_die("umount", "the commit failed");
+			conv = best(conv, bench_now() - t);
+			moved = st.data_bytes;
+			sim_volume_close(vol);
+		}
+		printf("balance -dconvert=raid5 -mconvert=raid1c3 of %u MiB RAID1 on 4 disks: %.1f ms (%llu MiB moved), %.2fx writing it into RAID5 (%.1f ms)\n",
+		       mib, conv * 1e3, (unsigned long long)(moved / MIB), conv / fresh, fresh * 1e3);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	bench_prog = "bench-raid";
@@ -181,6 +224,10 @@ int main(int argc, char **argv)
 		rebuild_bench();
 		return 0;
 	}
-	fprintf(stderr, "usage: bench-raid profiles [MIB] | rebuild\n");
+	if (argc == 2 && !strcmp(argv[1], "balance")) {
+		balance_bench();
+		return 0;
+	}
+	fprintf(stderr, "usage: bench-raid profiles [MIB] | rebuild | balance\n");
 	return 2;
 }

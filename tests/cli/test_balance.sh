@@ -8,7 +8,8 @@
 # -f); an interrupted balance (a fault point) left paused: status says so
 # (exit 1) and dumps its filters, start refuses, resume finishes; cancel.
 # btrsim device remove: usage errors, below RAID1's two devices refused, an
-# added device removed again (its image no longer part of the volume).
+# added device removed again (its image no longer part of the volume), and
+# "missing" when none is.  Crash exploration of the workload op balance.
 . "$(dirname "$0")/lib.sh"
 
 run no-image 2 "$BTRSIM" balance
@@ -113,3 +114,29 @@ run removed-image-gone 1 "$BTRSIM" check "$A"
 err_has 'no valid btrfs superblock'; done_check
 run remove-none-missing 1 "$BTRSIM" device remove missing "$B" "$C"
 err_has 'ENODEV .*no missing devices found to remove'; done_check
+
+# Crash exploration of a balance (the workload op): every crash state of
+# every disk's cache is whole and holds what the oracle allows; RAID1 states
+# read with either disk lost; quota numbers stay right; a recorded run
+# replays the same.
+cat >"$T/bal.wl" <<'W'
+mkdir /a
+create /a/f
+write /a/f 0 100000 1
+create /b
+write /b 0 5000 2
+sync
+snapshot / /snap
+write /a/f 4096 20000 3
+balance
+write /b 0 10 4
+fsync /b
+W
+run explore-balance-raid1 0 "$BTRSIM" explore --disks 2 --profile raid1 --max-subset 6 --samples 6 --lose-disk "$T/bal.wl"
+out_has ' 0 violations; [1-9][0-9]* states with a disk lost, 0 of them unreadable'; done_check
+run explore-balance-raid5-quota 0 "$BTRSIM" explore --disks 3 --profile raid5 --quota --max-subset 6 --samples 6 "$T/bal.wl"
+out_has ' 0 violations$'; done_check
+run explore-balance-record 0 "$BTRSIM" explore --max-subset 6 --samples 6 --db "$T/bal.db" "$T/bal.wl"
+out_has ' 0 violations$'; done_check
+run explore-balance-replay 0 "$BTRSIM" replay --db "$T/bal.db" 1
+out_has '^run 1 replayed: '; done_check

@@ -133,7 +133,8 @@ Test(workload, every_operation_parses_with_its_defaults)
 		 "snapshot /sv /snap\n"
 		 "subvol-delete /snap\n"
 		 "subvol-sync\n"
-		 "quota-enable\n",
+		 "quota-enable\n"
+		 "balance\n",
 		 &w);
 	cr_assert_eq(w.n, WL_NKINDS, "one line per kind, in enum order");
 	cr_assert_str_eq(w.name, "w.txt");
@@ -182,6 +183,7 @@ Test(workload, every_operation_parses_with_its_defaults)
 	cr_assert_str_eq(o[WL_SUBVOL_DELETE].path, "/snap");
 	cr_assert_null(o[WL_SUBVOL_SYNC].path);
 	cr_assert_null(o[WL_QUOTA_ENABLE].path);
+	cr_assert_null(o[WL_BALANCE].path);
 	wl_free(&w);
 	cr_assert_eq(w.n, 0);
 	cr_assert_null(w.ops);
@@ -516,6 +518,7 @@ Test(workload, each_parse_error_has_its_message_and_position)
 		{ "subvol-sync /a", "w.txt:1:13: subvol-sync: too many arguments (usage: subvol-sync)" },
 		{ "quota-enable /", "w.txt:1:14: quota-enable: too many arguments (usage: quota-enable)" },
 		{ "quota-enable =", "w.txt:1:15: missing errno name after \"=\"" },
+		{ "balance /", "w.txt:1:9: balance: too many arguments (usage: balance)" },
 		{ "quota enable", "w.txt:1:1: unknown operation \"quota\"" },
 		{ "subvolume-create /a", "w.txt:1:1: unknown operation \"subvolume-create\"" },
 		{ "snapshot /a /b = EROFS x", "w.txt:1:24: unexpected \"x\" after the expected errno" },
@@ -688,6 +691,8 @@ static size_t sample_ops(struct wl_op *ops)
 	OP(.kind = WL_SUBVOL_SYNC);
 	OP(.kind = WL_QUOTA_ENABLE);
 	OP(.kind = WL_QUOTA_ENABLE, .expect = EROFS);
+	OP(.kind = WL_BALANCE);
+	OP(.kind = WL_BALANCE, .expect = ENOSPC);
 #undef OP
 	return n;
 }
@@ -763,6 +768,8 @@ Test(workload, the_printed_form)
 		"subvol-sync",
 		"quota-enable",
 		"quota-enable = EROFS",
+		"balance",
+		"balance = ENOSPC",
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		char *line = format(&ops[i]);
