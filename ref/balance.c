@@ -253,12 +253,6 @@ static int check_args(ref_fs *fs, const struct ref_balance *b)
 
 /* ---- Running ---- */
 
-static int cmp_desc(const void *x, const void *y)
-{
-	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-	return a > b ? -1 : a < b;
-}
-
 static void set_targets(ref_fs *fs, const struct ref_balance *b)
 {
 	const struct btrfs_balance_args *a[3] = { &b->data, &b->meta, &b->sys };
@@ -300,16 +294,11 @@ static uint64_t limit_of(const struct btrfs_balance_args *a, uint64_t wanted)
 
 static int run(ref_fs *fs, const struct ref_balance *b, bool resume, struct ref_balance_stats *st)
 {
-	size_t n = fs->nchunks;
-	uint64_t *at = malloc(n * sizeof(*at) + 1), wanted[3], done[3] = { 0, 0, 0 };
-	if (!at)
-		return ref_fail(fs, ENOMEM, "out of memory");
-	for (size_t i = 0; i < n; i++)
-		at[i] = fs->chunks[i].logical;
-	qsort(at, n, sizeof(*at), cmp_desc);
+	size_t n;
+	uint64_t *at, wanted[3], done[3] = { 0, 0, 0 };
+	int r = reloc_chunk_order(fs, &at, &n);
 	count_wanted(fs, b, resume, wanted);
 	set_targets(fs, b);
-	int r = 0;
 	for (size_t i = 0; i < n && !r; i++) {
 		const struct ref_chunk *c = chunk_find(fs, at[i]);
 		if (!c || c->logical != at[i])
@@ -321,14 +310,8 @@ static int run(ref_fs *fs, const struct ref_balance *b, bool resume, struct ref_
 		int k = a == &b->data ? 0 : a == &b->meta ? 1 : 2;
 		if (done[k] >= limit_of(a, wanted[k]))
 			continue;
-		struct reloc_stats rs = { 0, 0, 0 };
-		if (!(r = reloc_block_group(fs, at[i], &rs))) {
+		if (!(r = reloc_block_group(fs, at[i], st)))
 			done[k]++;
-			st->relocated++;
-			st->tree_blocks += rs.tree_blocks;
-			st->data_extents += rs.data_extents;
-			st->data_bytes += rs.data_bytes;
-		}
 	}
 	memset(fs->rw->convert, 0, sizeof(fs->rw->convert));
 	free(at);

@@ -73,16 +73,25 @@ static struct dref *head_of(ref_fs *fs, uint64_t bytenr, int *r)
 	return d;
 }
 
+/* The changes of tree block bytenr (at `level`). */
+static struct dref *tree_head(ref_fs *fs, uint64_t bytenr, uint8_t level, int *r)
+{
+	struct dref *d = head_of(fs, bytenr, r);
+	if (d) {
+		d->tree = true;
+		d->num_bytes = fs->nodesize;
+		d->level = level;
+	}
+	return d;
+}
+
 int dref_tree(ref_fs *fs, uint64_t bytenr, uint8_t level, uint64_t root, uint64_t parent,
 	      int delta, bool is_new)
 {
 	int r;
-	struct dref *d = head_of(fs, bytenr, &r);
+	struct dref *d = tree_head(fs, bytenr, level, &r);
 	if (!d)
 		return r;
-	d->tree = true;
-	d->num_bytes = fs->nodesize;
-	d->level = level;
 	if (is_new)
 		d->is_new = true;
 	struct dref_ref c = { parent ? 0 : root, 0, 0, parent, delta };
@@ -92,27 +101,19 @@ int dref_tree(ref_fs *fs, uint64_t bytenr, uint8_t level, uint64_t root, uint64_
 int dref_tree_flags(ref_fs *fs, uint64_t bytenr, uint8_t level, uint64_t flags)
 {
 	int r;
-	struct dref *d = head_of(fs, bytenr, &r);
-	if (!d)
-		return r;
-	d->tree = true;
-	d->num_bytes = fs->nodesize;
-	d->level = level;
-	d->set_flags |= flags;
-	return 0;
+	struct dref *d = tree_head(fs, bytenr, level, &r);
+	if (d)
+		d->set_flags |= flags;
+	return d ? 0 : r;
 }
 
 int dref_tree_gen(ref_fs *fs, uint64_t bytenr, uint8_t level, uint64_t gen)
 {
 	int r;
-	struct dref *d = head_of(fs, bytenr, &r);
-	if (!d)
-		return r;
-	d->tree = true;
-	d->num_bytes = fs->nodesize;
-	d->level = level;
-	d->gen = gen;
-	return 0;
+	struct dref *d = tree_head(fs, bytenr, level, &r);
+	if (d)
+		d->gen = gen;
+	return d ? 0 : r;
 }
 
 int dref_data(ref_fs *fs, uint64_t bytenr, uint64_t num_bytes, uint64_t root, uint64_t ino,

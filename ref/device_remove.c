@@ -56,34 +56,17 @@ static bool on_device(const struct ref_chunk *c, uint64_t devid)
 	return false;
 }
 
-static int cmp_desc(const void *x, const void *y)
-{
-	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-	return a > b ? -1 : a < b;
-}
-
 /* Relocates the chunks with a stripe on devid, highest first. */
 static int move_chunks(ref_fs *fs, uint64_t devid, struct ref_balance_stats *st)
 {
-	size_t n = 0;
-	uint64_t *at = malloc(fs->nchunks * sizeof(*at) + 1);
-	if (!at)
-		return ref_fail(fs, ENOMEM, "out of memory");
-	for (size_t i = 0; i < fs->nchunks; i++) {
-		st->considered++;
-		if (on_device(&fs->chunks[i], devid))
-			at[n++] = fs->chunks[i].logical;
-	}
-	qsort(at, n, sizeof(*at), cmp_desc);
-	int r = 0;
+	size_t n;
+	uint64_t *at;
+	int r = reloc_chunk_order(fs, &at, &n);
 	for (size_t i = 0; i < n && !r; i++) {
-		struct reloc_stats rs = { 0, 0, 0 };
-		if (!(r = reloc_block_group(fs, at[i], &rs))) {
-			st->relocated++;
-			st->tree_blocks += rs.tree_blocks;
-			st->data_extents += rs.data_extents;
-			st->data_bytes += rs.data_bytes;
-		}
+		const struct ref_chunk *c = chunk_find(fs, at[i]);
+		st->considered++;
+		if (c && c->logical == at[i] && on_device(c, devid))
+			r = reloc_block_group(fs, at[i], st);
 	}
 	free(at);
 	return r;

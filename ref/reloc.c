@@ -23,6 +23,7 @@
  * never comes from it while the walk runs).
  */
 #include "ref/extent.h"
+#include "ref/vfs.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -40,7 +41,7 @@ struct reloc {
 	struct u64map moved; /* a data extent -> its new address */
 	struct gone *gone;   /* blocks moved: each must end with no reference */
 	size_t ngone, gone_cap;
-	struct reloc_stats *st;
+	struct ref_balance_stats *st;
 };
 
 struct change {
@@ -383,7 +384,27 @@ static int empty_group(struct reloc *rl, const struct ref_chunk *c)
 	return rw_commit(fs);
 }
 
-int reloc_block_group(ref_fs *fs, uint64_t start, struct reloc_stats *st)
+static int cmp_desc(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	return a > b ? -1 : a < b;
+}
+
+int reloc_chunk_order(ref_fs *fs, uint64_t **at, size_t *n)
+{
+	*n = fs->nchunks;
+	*at = malloc(*n * sizeof(**at) + 1);
+	if (!*at) {
+		*n = 0;
+		return ref_fail(fs, ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < *n; i++)
+		(*at)[i] = fs->chunks[i].logical;
+	qsort(*at, *n, sizeof(**at), cmp_desc);
+	return 0;
+}
+
+int reloc_block_group(ref_fs *fs, uint64_t start, struct ref_balance_stats *st)
 {
 	int r = rw_check_writable(fs);
 	if (r)
@@ -428,5 +449,8 @@ int reloc_block_group(ref_fs *fs, uint64_t start, struct reloc_stats *st)
 		return r;
 	}
 	/* Its freed space is reusable once that commit is durable: now. */
-	return bg_remove(fs, start);
+	if ((r = bg_remove(fs, start)))
+		return r;
+	st->relocated++;
+	return 0;
 }

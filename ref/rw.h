@@ -332,11 +332,13 @@ int cleaner_step(ref_fs *fs);
 
 /* reloc.c: empties block group `start` (balance, device remove): its data
  * and tree blocks moved to other groups (committed), then the group removed
- * (bg_remove).  0, or -errno with the group left partly emptied. */
-struct reloc_stats {
-	uint64_t tree_blocks, data_extents, data_bytes;
-};
-int reloc_block_group(ref_fs *fs, uint64_t start, struct reloc_stats *st);
+ * (bg_remove); what moved is added to *st (relocated counts the group).  0,
+ * or -errno with the group left partly emptied. */
+struct ref_balance_stats;
+int reloc_block_group(ref_fs *fs, uint64_t start, struct ref_balance_stats *st);
+/* The chunks' logical addresses, highest first, as the kernel visits them
+ * (free *at): 0 or -ENOMEM. */
+int reloc_chunk_order(ref_fs *fs, uint64_t **at, size_t *n);
 /* bg_remove.c: removes an empty block group and its chunk (block group
  * item, free-space info, chunk item, device extents, the superblock's
  * system array) and commits. */
