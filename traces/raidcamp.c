@@ -3,7 +3,8 @@
  *
  * One run: n memory disks, `mkfs -d P -m P`, a workload of seeded files in
  * two halves (the first made durable by a sync, the second by the unmount),
- * the scenario's fault, then the verdict: the volume mounted (degraded when
+ * the scenario's fault (or, for "disk lost in a balance", a full balance
+ * during which disk 0 vanishes), then the verdict: the volume mounted (degraded when
  * a disk is gone), every acknowledged file read and compared with what was
  * written, a scrub (mounted for writing: it mends what it can), and the
  * counters.  Every random choice comes from the campaign's seed, mixed with
@@ -48,11 +49,13 @@ enum {
 	SC_DISK_LOST,
 	SC_DISK_LOST_IN_COMMIT,
 	SC_REPLACE,
+	SC_DISK_LOST_IN_BALANCE,
 	NSCENARIOS
 };
 static const char *const scenarios[NSCENARIOS] = {
 	"bit flips at rest", "bit flips in flight", "latent sectors", "lost writes",
 	"misdirected writes", "disks lost", "disk lost in a commit", "disk replaced",
+	"disk lost in a balance",
 };
 
 const char *rc_profile_name(int i) { return i >= 0 && i < NPROFILES ? profiles[i].name : "?"; }
@@ -265,6 +268,53 @@ static int workload(struct run *r)
 	return 0;
 }
 
+/* A full balance (every block group relocated) and its unmount: how many
+ * requests they make, on a copy of the volume (0 when it cannot tell). */
+static uint64_t balance_requests(struct run *r)
+{
+	sim_volume *keep = r->vol, *copy;
+	if (sim_volume_clone(keep, &copy))
+		return 0;
+	r->vol = copy;
+	ref_fs *fs;
+	uint64_t n = 0, from = sim_volume_next_seq(copy);
+	if (!mount(r, false, false, &fs)) {
+		struct ref_balance b = { .flags = BTRFS_BALANCE_TYPE_MASK };
+		struct ref_balance_stats st;
+		ref_balance(fs, &b, &st);
+		ref_umount(fs);
+		n = sim_volume_next_seq(copy) - from;
+	}
+	r->vol = keep;
+	sim_volume_close(copy);
+	return n;
+}
+
+/* A full balance (every block group relocated) during which disk 0
+ * vanishes, at a seeded request of those the balance makes. */
+static int lost_in_balance(struct run *r)
+{
+	uint64_t span = balance_requests(r);
+	ref_fs *fs;
+	int e = mount(r, false, false, &fs);
+	if (e)
+		return failf(r, -e, "mount before the balance failed");
+	struct sim_fault f = { .kind = SIM_FAULT_DEVICE_LOSS, .disk = 0, .sector = SIM_ANY_SECTOR,
+			       .after_seq = sim_volume_next_seq(r->vol) + next(&r->rng) % (span ? span : 1),
+			       .probability = 1, .count = 1 };
+	if ((e = sim_fault_add(r->vol, &f))) {
+		ref_umount(fs);
+		return failf(r, -e, "fault: %s", sim_volume_error(r->vol));
+	}
+	struct ref_balance b = { .flags = BTRFS_BALANCE_TYPE_MASK };
+	struct ref_balance_stats st;
+	ref_balance(fs, &b, &st); /* it may fail: the verdict judges what is left */
+	ref_umount(fs);
+	sim_fault_clear(r->vol);
+	r->row->injected += disk_faults(r);
+	return 0;
+}
+
 static int after(struct run *r)
 {
 	unsigned lose = profiles[r->prof].tolerated ? profiles[r->prof].tolerated : 1;
@@ -278,6 +328,7 @@ static int after(struct run *r)
 			sim_disk_lose(r->vol, d);
 		r->row->injected += lose;
 		return 0;
+	case SC_DISK_LOST_IN_BALANCE: return lost_in_balance(r);
 	case SC_REPLACE: {
 		sim_disk_lose(r->vol, 0);
 		sim_disk_replace(r->vol, 0);
@@ -350,7 +401,9 @@ static int run_one(const struct rc_opts *o, int prof, unsigned n, int sc, struct
 			 NULL, NULL, o->files, row, err, errlen };
 	*row = (struct rc_row){ .profile = prof, .disks = n, .scenario = sc };
 	unsigned tol = profiles[prof].tolerated;
-	row->within = sc == SC_DISK_LOST || sc == SC_DISK_LOST_IN_COMMIT || sc == SC_REPLACE ? tol >= 1
+	row->within = sc == SC_DISK_LOST || sc == SC_DISK_LOST_IN_COMMIT || sc == SC_REPLACE ||
+				      sc == SC_DISK_LOST_IN_BALANCE
+			      ? tol >= 1
 		      : tol >= 1 || profiles[prof].bit == BTRFS_BLOCK_GROUP_DUP;
 	struct sim_volume_config cfg;
 	sim_config_init(&cfg, n, 128 * MIB, next(&r.rng));

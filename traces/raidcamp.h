@@ -3,7 +3,8 @@
  * (`btrsim raid-campaign`): for each profile and number of disks, a fresh
  * volume takes a seeded workload while or after a fault is injected (bit
  * flips at rest and in flight, latent sectors, lost and misdirected writes,
- * disks lost, a disk lost during a commit, a disk replaced and rebuilt);
+ * disks lost, a disk lost during a commit, a disk replaced and rebuilt, a
+ * disk lost during a full balance);
  * then every acknowledged file is read back and the volume scrubbed.  Each
  * run is a row: faults injected, errors detected, repaired, files lost, and
  * files returned with wrong bytes (which must never happen).

@@ -2,7 +2,7 @@
 # btrsim raid-campaign: usage errors (exit 2); a small campaign (three
 # profiles on 2 and 4 disks) passes, prints the seed and a line per run, and
 # writes a report with a table per profile that shows the fault of every
-# scenario and no wrong data; the same seed gives the same report byte for
+# scenario (a disk lost in a balance too) and no wrong data; the same seed gives the same report byte for
 # byte, another seed another one.
 . "$(dirname "$0")/lib.sh"
 
@@ -23,7 +23,8 @@ run small 0 "$BTRSIM" raid-campaign --seed 7 --disks 2,4 --profiles single,raid1
 	--report "$T/a.md"
 out_has '^seed 7$'
 out_has '^raid5 +4 disks +disk replaced +injected 1 '
-out_has '^48 runs, 0 failed; report in '
+out_has '^raid5 +4 disks +disk lost in a balance +injected 1 detected [1-9][0-9]* repaired [0-9]+ lost 0 wrong 0$'
+out_has '^54 runs, 0 failed; report in '
 for h in '## single' '## raid1' '## raid5'; do grep -q "^$h\$" "$T/a.md" || fail "no table '$h'"; done
 grep -q '^| 4 | disks lost | yes | 1 | 1 | 0 | 0 of ' "$T/a.md" || fail "raid5 on 4 disks: $(grep 'disks lost' "$T/a.md" | tr '\n' '|')"
 grep -q '^| 2 | disks lost | no | 1 | 0 | 0 | 6 of 6 (no mount) | 0 | lost, detected |$' "$T/a.md" ||
@@ -33,7 +34,7 @@ done_check
 run same-seed 0 "$BTRSIM" raid-campaign --seed 7 --disks 2,4 --profiles single,raid1,raid5 --files 6 \
 	--report "$T/b.md" --quiet
 cmp -s "$T/a.md" "$T/b.md" || fail "the same seed wrote another report"
-out_has '^48 runs, 0 failed'; done_check
+out_has '^54 runs, 0 failed'; done_check
 run other-seed 0 "$BTRSIM" raid-campaign --seed 8 --disks 2,4 --profiles single,raid1,raid5 --files 6 \
 	--report "$T/c.md" --quiet
 cmp -s "$T/a.md" "$T/c.md" && fail "another seed wrote the same report"
