@@ -10,7 +10,8 @@
 # left, every chunk converted, and the files whole.  Last, ref removes the
 # first device (once metadata is RAID1: RAID1C3 needs three devices): the
 # kernel mounts the two left and reads the files.  And a lost device of a
-# RAID1 volume removed ("missing"): the two left mount whole.
+# RAID1 volume removed ("missing"): the two left mount whole.  And a balance
+# the kernel paused, resumed by ref.
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib.sh"
 
@@ -132,3 +133,49 @@ out_has '^removed devid 3: '; done_check
 run remove-missing-check 0 "$BTRSIM" check "$A" "$B"
 out_has '^no error found$'; done_check
 kernel_reads remove-missing-kernel "" "$A" "$B"
+
+# The kernel's paused balance resumed by ref: the kernel converts a volume
+# to RAID1 in the background, is paused in the middle (btrfs balance pause,
+# its item kept) and unmounted; ref shows it paused, resumes it, and every chunk
+# ends RAID1 with the files whole.  When the kernel finished before the
+# pause, this part reports SKIP.
+if [ "$LOOP_OK" -eq 1 ]; then
+	rm -f "$A" "$B"
+	truncate -s 1G "$A" "$B"
+	run paused-make 0 mkfs.btrfs -q -f -d single -m dup "$A"
+	done_check
+	btrfs device scan --forget >/dev/null 2>&1
+	attach "$A"; LA=$LOOP
+	attach "$B"; LB=$LOOP
+	mkdir -p "$T/mnt"
+	if mount_dev "$T/mnt" "" "$LA" 2>"$T/mount.err"; then
+		rm -rf "$T/before"
+		mkdir -p "$T/before"
+		i=0
+		while [ $i -lt 16 ]; do head -c 16000000 /dev/urandom >"$T/before/f$i"; i=$((i + 1)); done
+		cp "$T/before"/f* "$T/mnt/"
+		btrfs device add -f "$LB" "$T/mnt" >/dev/null 2>&1
+		sync
+		btrfs balance start --bg -dconvert=raid1 -mconvert=raid1 "$T/mnt" >/dev/null 2>&1
+		sleep 0.2
+		btrfs balance pause "$T/mnt" >/dev/null 2>&1
+		unmount "$T/mnt" || fail "umount"
+	else
+		fail "the kernel does not mount it: $(head -c 200 "$T/mount.err")"
+	fi
+	detach_all
+	"$BTRSIM" balance status "$A" "$B" >"$T/status" 2>&1
+	if grep -q 'is paused' "$T/status"; then
+		run kernel-paused-resume 0 "$BTRSIM" balance resume "$A" "$B"
+		out_has '^Done'; done_check
+		run kernel-paused-profiles 0 "$BTRSIM" dump-tree -t chunk "$A" "$B"
+		grep 'stripe_len 65536 type' "$OUT" | grep -vq '|RAID1$' &&
+			fail "a chunk is not RAID1: $(grep 'stripe_len 65536 type' "$OUT" | sort | uniq -c | tr '\n' '|')"
+		done_check
+		run kernel-paused-check 0 "$BTRSIM" check "$A" "$B"
+		out_has '^no error found$'; done_check
+		kernel_reads kernel-paused-kernel "" "$A" "$B"
+	else
+		skip kernel-paused "the kernel's balance finished before it could be paused: $(head -1 "$T/status")"
+	fi
+fi
