@@ -300,13 +300,7 @@ void sm_crash_states(const struct sm_crash_hooks *hooks)
 	size_t n;
 	const struct sim_io *log = sim_volume_log(vol, &n);
 	for (size_t cut = 0; cut <= n; cut += n / 120 + 1) {
-		sim_volume *v;
-		cr_assert_eq(sim_volume_clone(base, &v), 0);
-		wu_replay(v, log, cut);
-		struct sim_crash_spec cs = { .policy = SIM_CRASH_RANDOM, .keep_probability = 0.5,
-					     .tear_probability = 0.3 };
-		cr_assert_eq(sim_volume_crash(v, &cs, NULL), 0);
-		wu_expect_ref_clean(v);
+		sim_volume *v = wu_crashed_copy(base, log, cut);
 		ref_fs *r;
 		cr_assert_eq(ref_mount(v, NULL, &r, err, sizeof(err)), 0, "cut %zu: %s", cut, err);
 		uint64_t g = LE64(ref_super(r)->generation) - gen0;

@@ -283,13 +283,7 @@ Test(balance, crash_anywhere_then_resume)
 	cr_assert_gt(n, 50);
 	int paused = 0, done = 0;
 	for (size_t cut = 1; cut <= n; cut += n / 12 + 1) {
-		sim_volume *v;
-		cr_assert_eq(sim_volume_clone(base, &v), 0);
-		wu_replay(v, log, cut);
-		struct sim_crash_spec cs = { .policy = SIM_CRASH_RANDOM, .keep_probability = 0.5,
-					     .tear_probability = 0.3 };
-		cr_assert_eq(sim_volume_crash(v, &cs, NULL), 0);
-		wu_expect_ref_clean(v);
+		sim_volume *v = wu_crashed_copy(base, log, cut);
 		cr_assert_eq(ref_mount(v, NULL, &fs, err, sizeof(err)), 0, "cut %zu: %s", cut, err);
 		expect_files(fs);
 		struct ref_balance got;

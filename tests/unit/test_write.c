@@ -400,13 +400,7 @@ Test(write, crash_at_any_write_leaves_a_commit)
 	cr_assert_gt(n, 100);
 	bool seen[COMMITS + 1] = { false };
 	for (size_t cut = 0; cut <= n; cut += (n / 150) + 1) {
-		sim_volume *v;
-		cr_assert_eq(sim_volume_clone(base, &v), 0);
-		wu_replay(v, log, cut);
-		struct sim_crash_spec cs = { .policy = SIM_CRASH_RANDOM, .keep_probability = 0.5,
-					     .tear_probability = 0.3 };
-		cr_assert_eq(sim_volume_crash(v, &cs, NULL), 0);
-		wu_expect_ref_clean(v);
+		sim_volume *v = wu_crashed_copy(base, log, cut);
 		ref_fs *r;
 		struct ref_open_opts oo = { .super_mirror = -1 };
 		cr_assert_eq(ref_open(v, &oo, &r, err, sizeof(err)), 0, "cut %zu: %s", cut, err);

@@ -93,6 +93,18 @@ void wu_expect_clean(sim_volume *vol)
 	unlink(path);
 }
 
+sim_volume *wu_crashed_copy(sim_volume *base, const struct sim_io *log, size_t upto)
+{
+	sim_volume *v;
+	cr_assert_eq(sim_volume_clone(base, &v), 0);
+	wu_replay(v, log, upto);
+	struct sim_crash_spec cs = { .policy = SIM_CRASH_RANDOM, .keep_probability = 0.5,
+				     .tear_probability = 0.3 };
+	cr_assert_eq(sim_volume_crash(v, &cs, NULL), 0);
+	wu_expect_ref_clean(v);
+	return v;
+}
+
 void wu_replay(sim_volume *vol, const struct sim_io *log, size_t upto)
 {
 	for (size_t i = 0; i < upto; i++) {

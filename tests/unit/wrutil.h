@@ -43,5 +43,9 @@ void wu_expect_ref_clean(sim_volume *vol);
 /* Replays the first `upto` requests of a recorded IO log (writes and
  * flushes of 4 KiB sectors) on vol: the volume as they left it. */
 void wu_replay(sim_volume *vol, const struct sim_io *log, size_t upto);
+/* A copy of base with the first `upto` requests of log replayed, then power
+ * lost (unflushed writes kept or dropped at random, some torn), asserted to
+ * check clean (ref_check): what a crash at that request leaves. */
+sim_volume *wu_crashed_copy(sim_volume *base, const struct sim_io *log, size_t upto);
 
 #endif
