@@ -48,33 +48,20 @@ static const char usage_text[] =
 
 const struct cli_cmd cli_cmd_balance;
 
-static const struct {
-	const char *name;
-	uint64_t bit;
-} profiles[] = {
-	{ "single", BTRFS_AVAIL_ALLOC_BIT_SINGLE }, { "dup", BTRFS_BLOCK_GROUP_DUP },
-	{ "raid0", BTRFS_BLOCK_GROUP_RAID0 },       { "raid1", BTRFS_BLOCK_GROUP_RAID1 },
-	{ "raid1c3", BTRFS_BLOCK_GROUP_RAID1C3 },   { "raid1c4", BTRFS_BLOCK_GROUP_RAID1C4 },
-	{ "raid10", BTRFS_BLOCK_GROUP_RAID10 },     { "raid5", BTRFS_BLOCK_GROUP_RAID5 },
-	{ "raid6", BTRFS_BLOCK_GROUP_RAID6 },
-};
-
+/* The profile bit of s[0..len) (BTRFS_AVAIL_ALLOC_BIT_SINGLE for single), as
+ * balance's filters give profiles. */
 static bool profile_of(const char *s, size_t len, uint64_t *bit)
 {
-	for (size_t i = 0; i < sizeof(profiles) / sizeof(profiles[0]); i++)
-		if (strlen(profiles[i].name) == len && !strncasecmp(s, profiles[i].name, len)) {
-			*bit = profiles[i].bit;
-			return true;
-		}
-	return false;
-}
-
-static const char *profile_name(uint64_t bit)
-{
-	for (size_t i = 0; i < sizeof(profiles) / sizeof(profiles[0]); i++)
-		if (profiles[i].bit == bit)
-			return profiles[i].name;
-	return "?";
+	char name[16];
+	if (len >= sizeof(name))
+		return false;
+	memcpy(name, s, len);
+	name[len] = '\0';
+	if (ref_profile_parse(name, bit))
+		return false;
+	if (!*bit)
+		*bit = BTRFS_AVAIL_ALLOC_BIT_SINGLE;
+	return true;
 }
 
 /* "A..B", "A..", "..B" or (when single is allowed) "A": 0, or -1. */
@@ -291,10 +278,11 @@ static int simple(const char *what, int argc, char **argv, bool *degraded)
 
 static void print_args(const char *kind, const struct btrfs_balance_args *a)
 {
+	char name[16];
 	printf("  %s (flags 0x%llx): ", kind, (unsigned long long)a->flags);
 	if (a->flags & BTRFS_BALANCE_ARGS_CONVERT)
 		printf("converting, target=%llu (%s), soft is %s", (unsigned long long)a->target,
-		       profile_name(a->target), a->flags & BTRFS_BALANCE_ARGS_SOFT ? "on" : "off");
+		       ref_profile_lower(a->target, name), a->flags & BTRFS_BALANCE_ARGS_SOFT ? "on" : "off");
 	else
 		printf("balancing");
 	if (a->flags & BTRFS_BALANCE_ARGS_PROFILES)

@@ -39,40 +39,6 @@ const struct cli_cmd cli_cmd_mkfs;
 
 #define PROFILE_NAMES "single, dup, raid0, raid1, raid1c3, raid1c4, raid10, raid5 or raid6"
 
-static const struct {
-	const char *name, *label; /* as -d and -m take them, as mkfs.btrfs prints them */
-	uint64_t bit;
-} profiles[] = {
-	{ "single", "single", 0 },
-	{ "dup", "DUP", BTRFS_BLOCK_GROUP_DUP },
-	{ "raid0", "RAID0", BTRFS_BLOCK_GROUP_RAID0 },
-	{ "raid1", "RAID1", BTRFS_BLOCK_GROUP_RAID1 },
-	{ "raid1c3", "RAID1C3", BTRFS_BLOCK_GROUP_RAID1C3 },
-	{ "raid1c4", "RAID1C4", BTRFS_BLOCK_GROUP_RAID1C4 },
-	{ "raid10", "RAID10", BTRFS_BLOCK_GROUP_RAID10 },
-	{ "raid5", "RAID5", BTRFS_BLOCK_GROUP_RAID5 },
-	{ "raid6", "RAID6", BTRFS_BLOCK_GROUP_RAID6 },
-};
-#define NPROFILES (sizeof(profiles) / sizeof(profiles[0]))
-
-static int parse_profile(const char *s, uint64_t *out)
-{
-	for (size_t i = 0; i < NPROFILES; i++)
-		if (!strcasecmp(s, profiles[i].name)) {
-			*out = profiles[i].bit;
-			return 0;
-		}
-	return -1;
-}
-
-static const char *profile_label(uint64_t bit)
-{
-	for (size_t i = 0; i < NPROFILES; i++)
-		if (profiles[i].bit == bit)
-			return profiles[i].label;
-	return "?";
-}
-
 static int parse_csum(const char *s, unsigned *out)
 {
 	static const char *const names[] = { "crc32c", "xxhash", "sha256", "blake2" };
@@ -111,12 +77,12 @@ static int cmd_mkfs(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "d:m:n:s:L:fh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
-			if (parse_profile(optarg, &o.data_profile))
+			if (ref_profile_parse(optarg, &o.data_profile))
 				return cli_usage_error(&cli_cmd_mkfs, "data profile '%s': " PROFILE_NAMES,
 						       optarg);
 			break;
 		case 'm':
-			if (parse_profile(optarg, &o.meta_profile))
+			if (ref_profile_parse(optarg, &o.meta_profile))
 				return cli_usage_error(&cli_cmd_mkfs, "metadata profile '%s': " PROFILE_NAMES,
 						       optarg);
 			have_meta = true;
@@ -206,7 +172,7 @@ static int cmd_mkfs(int argc, char **argv)
 		print_uuid(fsid);
 		printf("Node size:          %u\nSector size:        %u\n", o.nodesize, o.sectorsize);
 		printf("Filesystem size:    %llu\n", (unsigned long long)total);
-		const char *data = profile_label(o.data_profile), *meta = profile_label(o.meta_profile);
+		const char *data = ref_profile_name(o.data_profile), *meta = ref_profile_name(o.meta_profile);
 		printf("Block group profiles:\n  Data:             %s\n  Metadata:         %s\n"
 		       "  System:           %s\n",
 		       data, meta, meta);

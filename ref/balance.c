@@ -211,7 +211,7 @@ static int check_target(ref_fs *fs, const struct btrfs_balance_args *a, const ch
 	if (!one || !(t & (BTRFS_BLOCK_GROUP_PROFILE_MASK | BTRFS_AVAIL_ALLOC_BIT_SINGLE)) ||
 	    present < (size_t)chunk_profile_devs_min(t))
 		return ref_fail(fs, EINVAL, "balance: invalid convert %s profile %s", kind,
-				chunk_profile_lower(t, name));
+				ref_profile_lower(t, name));
 	return 0;
 }
 

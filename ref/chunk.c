@@ -5,6 +5,7 @@
  */
 #include "ref/internal.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <strings.h>
@@ -23,6 +24,16 @@ const char *ref_profile_name(uint64_t type)
 	case BTRFS_BLOCK_GROUP_RAID6: return "RAID6";
 	default: return "mixed-profile";
 	}
+}
+
+const char *ref_profile_lower(uint64_t type, char buf[16])
+{
+	const char *n = ref_profile_name(type);
+	size_t i = 0;
+	for (; n[i] && i < 15; i++)
+		buf[i] = (char)tolower((unsigned char)n[i]);
+	buf[i] = '\0';
+	return buf;
 }
 
 int ref_profile_parse(const char *name, uint64_t *bit)

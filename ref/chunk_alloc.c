@@ -14,7 +14,6 @@
 #include "faults/points.h"
 #include "ref/rw.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 
@@ -127,16 +126,6 @@ int chunk_profile_devs_min(uint64_t profile)
 {
 	const struct prof_rule *ru = rule_of(profile & BTRFS_BLOCK_GROUP_PROFILE_MASK);
 	return ru ? ru->devs_min : 1;
-}
-
-const char *chunk_profile_lower(uint64_t profile, char buf[16])
-{
-	const char *n = ref_profile_name(profile & BTRFS_BLOCK_GROUP_PROFILE_MASK);
-	size_t i = 0;
-	for (; n[i] && i < 15; i++)
-		buf[i] = (char)tolower((unsigned char)n[i]);
-	buf[i] = '\0';
-	return buf;
 }
 
 struct dev_space {

@@ -43,7 +43,7 @@ static int check_min_devices(ref_fs *fs, size_t left)
 		if (prof && prof != BTRFS_BLOCK_GROUP_DUP && prof != BTRFS_BLOCK_GROUP_RAID0 &&
 		    left < (size_t)need)
 			return ref_fail(fs, EINVAL, "unable to go below %s devices on %s",
-					count_word[need], chunk_profile_lower(prof, name));
+					count_word[need], ref_profile_lower(prof, name));
 	}
 	return 0;
 }

@@ -215,6 +215,9 @@ uint64_t ref_read_rewritten(const ref_fs *fs);
 /* A block group type's profile as btrfs-progs prints it: "single", "DUP",
  * "RAID0", ..., "RAID6". */
 const char *ref_profile_name(uint64_t type);
+/* The same as the kernel's messages and btrfs-progs' options spell it
+ * ("raid1c3", "dup", "single"), into buf. */
+const char *ref_profile_lower(uint64_t type, char buf[16]);
 /* The profile bit (BTRFS_BLOCK_GROUP_*, 0 for single) named by `name`, in
  * any case ("raid5", "RAID5", "single"): 0, or -EINVAL for another name. */
 int ref_profile_parse(const char *name, uint64_t *bit);

@@ -113,9 +113,6 @@ void rw_new_uuid(ref_fs *fs, uint64_t id, uint8_t out[BTRFS_UUID_SIZE]);
 void rw_wipe_supers(ref_fs *fs, int disk);
 /* chunk_alloc.c: the fewest devices a profile's chunks are made on. */
 int chunk_profile_devs_min(uint64_t profile);
-/* A profile's name as the kernel's messages spell it ("raid1c3", "single"),
- * into buf (16 bytes). */
-const char *chunk_profile_lower(uint64_t profile, char buf[16]);
 
 /* devstats.c: changed counters into the dev tree (a commit's settle round). */
 int devstats_settle(ref_fs *fs, bool *work);
