@@ -49,23 +49,10 @@ static void make_images(struct vol_files *v, unsigned n, uint64_t data, uint64_t
 	char err[256];
 	ref_fs *fs;
 	cr_assert_eq(ref_mount(vol, NULL, &fs, err, sizeof(err)), 0, "mount: %s", err);
-	for (int f = 0; f < NF; f++) {
-		char p[16];
-		snprintf(p, sizeof(p), "/f%d", f);
-		uint8_t *buf = tu_pat(LEN, (uint64_t)f + 1);
-		WU_OK(fs, ref_create(fs, p, 0644));
-		WU_OK(fs, ref_write(fs, p, buf, LEN, 0));
-		free(buf);
-	}
+	wu_write_files(fs, NF, LEN, 0, 1);
 	WU_OK(fs, ref_umount(fs));
-	v->dir = tu_tmpdir();
 	v->n = n;
-	for (unsigned d = 0; d < n; d++) {
-		char name[16];
-		snprintf(name, sizeof(name), "d%u.img", d);
-		v->path[d] = tu_path(v->dir, name);
-		cr_assert_eq(sim_disk_save_image(vol, d, v->path[d]), 0);
-	}
+	v->dir = wu_save_images(vol, n, v->path);
 	sim_volume_close(vol);
 }
 
@@ -79,16 +66,7 @@ static void free_images(struct vol_files *v)
 /* The volume without the disks in `lost` (a bit mask), writable. */
 static sim_volume *without(const struct vol_files *v, uint64_t lost)
 {
-	struct sim_volume_config cfg;
-	sim_config_init(&cfg, v->n - (unsigned)__builtin_popcountll(lost), 0, 1);
-	memset(&cfg.latency, 0, sizeof(cfg.latency));
-	for (unsigned d = 0, k = 0; d < v->n; d++)
-		if (!(lost >> d & 1))
-			cfg.disk[k++].image_path = v->path[d];
-	sim_volume *vol;
-	char err[256];
-	cr_assert_eq(sim_volume_open(&cfg, &vol, err, sizeof(err)), 0, "%s", err);
-	return vol;
+	return wu_open_images(v->path, v->n, ((UINT64_C(1) << v->n) - 1) & ~lost, false);
 }
 
 static int mount_degraded(sim_volume *vol, ref_fs **fs, char *err, size_t errlen)

@@ -47,24 +47,11 @@ static void make(struct imgs *v, unsigned n, uint64_t data, uint64_t meta, uint6
 	char err[256];
 	ref_fs *fs;
 	cr_assert_eq(ref_mount(vol, NULL, &fs, err, sizeof(err)), 0, "mount: %s", err);
-	for (int f = 0; f < NF; f++) {
-		char p[16];
-		snprintf(p, sizeof(p), "/f%d", f);
-		uint8_t *buf = tu_pat(LEN, (uint64_t)f + 21);
-		WU_OK(fs, ref_create(fs, p, 0644));
-		WU_OK(fs, ref_write(fs, p, buf, LEN - (size_t)f * 1000, 0));
-		free(buf);
-	}
+	wu_write_files(fs, NF, LEN, 1000, 21);
 	WU_OK(fs, ref_umount(fs));
-	v->dir = tu_tmpdir();
 	v->n = n;
-	for (unsigned d = 0; d <= n; d++) {
-		char name[16];
-		snprintf(name, sizeof(name), d < n ? "d%u.img" : "spare.img", d);
-		v->path[d] = tu_path(v->dir, name);
-		if (d < n)
-			cr_assert_eq(sim_disk_save_image(vol, d, v->path[d]), 0);
-	}
+	v->dir = wu_save_images(vol, n, v->path);
+	v->path[n] = tu_path(v->dir, "spare.img");
 	int fd = open(v->path[n], O_CREAT | O_WRONLY | O_TRUNC, 0644);
 	cr_assert(fd >= 0 && ftruncate(fd, (off_t)(spare_mib * MIB)) == 0);
 	close(fd);
@@ -81,16 +68,7 @@ static void drop(struct imgs *v)
 /* A volume of the images named by `use` (bit i: path[i]), writable. */
 static sim_volume *volume(const struct imgs *v, uint64_t use)
 {
-	struct sim_volume_config cfg;
-	sim_config_init(&cfg, (unsigned)__builtin_popcountll(use), 0, 1);
-	memset(&cfg.latency, 0, sizeof(cfg.latency));
-	for (unsigned d = 0, k = 0; d <= v->n; d++)
-		if (use >> d & 1)
-			cfg.disk[k++].image_path = v->path[d];
-	sim_volume *vol;
-	char err[256];
-	cr_assert_eq(sim_volume_open(&cfg, &vol, err, sizeof(err)), 0, "%s", err);
-	return vol;
+	return wu_open_images(v->path, v->n + 1, use, false);
 }
 
 /* The sim disk index of path[d] in a volume made from `use`. */
@@ -105,18 +83,7 @@ static void expect_all_right(sim_volume *vol)
 	ref_fs *fs;
 	char err[256];
 	cr_assert_eq(ref_open(vol, &oo, &fs, err, sizeof(err)), 0, "open without degraded: %s", err);
-	for (int f = 0; f < NF; f++) {
-		char p[16];
-		snprintf(p, sizeof(p), "/f%d", f);
-		struct ref_ino ino;
-		WU_OK(fs, ref_lookup_path(fs, p, false, &ino));
-		size_t len = LEN - (size_t)f * 1000;
-		uint8_t *got = malloc(len), *want = tu_pat(LEN, (uint64_t)f + 21);
-		cr_assert_eq(ref_pread(fs, &ino, got, len, 0), (ssize_t)len, "%s: %s", p, ref_error(fs));
-		cr_assert_eq(memcmp(got, want, len), 0, "%s reads back different", p);
-		free(got);
-		free(want);
-	}
+	wu_expect_files(fs, NF, LEN, 1000, 21);
 	struct ref_check_opts co = { .out = NULL };
 	cr_assert_eq(ref_check(fs, &co), 0, "the checker found errors");
 	struct ref_scrub_dev devs[SIM_MAX_DISKS];

@@ -39,14 +39,7 @@ static sim_volume *make_fs(unsigned n, uint64_t data, uint64_t meta)
 	char err[256];
 	ref_fs *fs;
 	cr_assert_eq(ref_mount(vol, NULL, &fs, err, sizeof(err)), 0, "mount: %s", err);
-	for (int f = 0; f < NF; f++) {
-		char path[16];
-		snprintf(path, sizeof(path), "/f%d", f);
-		uint8_t *buf = tu_pat(FILE_LEN, (uint64_t)f + 1);
-		WU_OK(fs, ref_create(fs, path, 0644));
-		WU_OK(fs, ref_write(fs, path, buf, FILE_LEN, 0));
-		free(buf);
-	}
+	wu_write_files(fs, NF, FILE_LEN, 0, 1);
 	WU_OK(fs, ref_umount(fs));
 	return vol;
 }
@@ -89,18 +82,7 @@ static void expect_files(sim_volume *vol)
 	ref_fs *fs;
 	char err[256];
 	cr_assert_eq(ref_open(vol, &oo, &fs, err, sizeof(err)), 0, "open: %s", err);
-	uint8_t *got = malloc(FILE_LEN);
-	for (int f = 0; f < NF; f++) {
-		char path[16];
-		snprintf(path, sizeof(path), "/f%d", f);
-		struct ref_ino ino;
-		WU_OK(fs, ref_lookup_path(fs, path, false, &ino));
-		uint8_t *want = tu_pat(FILE_LEN, (uint64_t)f + 1);
-		cr_assert_eq(ref_pread(fs, &ino, got, FILE_LEN, 0), FILE_LEN, "%s", ref_error(fs));
-		cr_assert_eq(memcmp(got, want, FILE_LEN), 0, "%s reads back different", path);
-		free(want);
-	}
-	free(got);
+	wu_expect_files(fs, NF, FILE_LEN, 0, 1);
 	ref_close(fs);
 }
 

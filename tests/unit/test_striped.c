@@ -167,17 +167,8 @@ static void expect_parity(sim_volume *vol)
 static void expect_degraded(unsigned n, const struct model *m, uint64_t lost,
 			    char *const *paths)
 {
-	struct sim_volume_config cfg;
-	sim_config_init(&cfg, n - (unsigned)__builtin_popcountll(lost), 0, 1);
-	memset(&cfg.latency, 0, sizeof(cfg.latency));
-	for (unsigned d = 0, k = 0; d < n; d++)
-		if (!(lost >> d & 1)) {
-			cfg.disk[k].image_path = paths[d];
-			cfg.disk[k++].read_only = true;
-		}
-	sim_volume *part;
-	char err[256], what[64];
-	cr_assert_eq(sim_volume_open(&cfg, &part, err, sizeof(err)), 0, "%s", err);
+	sim_volume *part = wu_open_images(paths, n, ((UINT64_C(1) << n) - 1) & ~lost, true);
+	char what[64];
 	snprintf(what, sizeof(what), "disks 0x%llx lost", (unsigned long long)lost);
 	expect_files(part, m, true, what);
 	sim_volume_close(part);
@@ -194,13 +185,7 @@ static void raid56_mix(unsigned n, uint64_t data, uint64_t meta, int nops, uint6
 	expect_files(vol, &m, false, "all disks");
 	expect_parity(vol);
 
-	char *dir = tu_tmpdir(), *paths[SIM_MAX_DISKS];
-	for (unsigned d = 0; d < n; d++) {
-		char name[16];
-		snprintf(name, sizeof(name), "d%u.img", d);
-		paths[d] = tu_path(dir, name);
-		cr_assert_eq(sim_disk_save_image(vol, d, paths[d]), 0);
-	}
+	char *paths[SIM_MAX_DISKS], *dir = wu_save_images(vol, n, paths);
 	bool two = (data & RAID6) && (meta & RAID6);
 	for (unsigned a = 0; a < n; a++) {
 		expect_degraded(n, &m, UINT64_C(1) << a, paths);

@@ -105,6 +105,65 @@ sim_volume *wu_crashed_copy(sim_volume *base, const struct sim_io *log, size_t u
 	return v;
 }
 
+void wu_write_files(ref_fs *fs, int nf, size_t len, size_t shrink, uint64_t tag0)
+{
+	for (int f = 0; f < nf; f++) {
+		char p[16];
+		snprintf(p, sizeof(p), "/f%d", f);
+		uint8_t *buf = tu_pat(len, tag0 + (uint64_t)f);
+		WU_OK(fs, ref_create(fs, p, 0644));
+		WU_OK(fs, ref_write(fs, p, buf, len - (size_t)f * shrink, 0));
+		free(buf);
+	}
+}
+
+void wu_expect_files(ref_fs *fs, int nf, size_t len, size_t shrink, uint64_t tag0)
+{
+	uint8_t *got = malloc(len + 1);
+	cr_assert_not_null(got);
+	for (int f = 0; f < nf; f++) {
+		char p[16];
+		snprintf(p, sizeof(p), "/f%d", f);
+		struct ref_ino ino;
+		WU_OK(fs, ref_lookup_path(fs, p, false, &ino));
+		size_t want_len = len - (size_t)f * shrink;
+		uint8_t *want = tu_pat(len, tag0 + (uint64_t)f);
+		cr_assert_eq(ref_pread(fs, &ino, got, want_len + 1, 0), (ssize_t)want_len, "%s: %s", p,
+			     ref_error(fs));
+		cr_assert_eq(memcmp(got, want, want_len), 0, "%s reads back different", p);
+		free(want);
+	}
+	free(got);
+}
+
+char *wu_save_images(sim_volume *vol, unsigned n, char **paths)
+{
+	char *dir = tu_tmpdir();
+	for (unsigned d = 0; d < n; d++) {
+		char name[16];
+		snprintf(name, sizeof(name), "d%u.img", d);
+		paths[d] = tu_path(dir, name);
+		cr_assert_eq(sim_disk_save_image(vol, d, paths[d]), 0);
+	}
+	return dir;
+}
+
+sim_volume *wu_open_images(char *const *paths, unsigned n, uint64_t use, bool read_only)
+{
+	struct sim_volume_config cfg;
+	sim_config_init(&cfg, (unsigned)__builtin_popcountll(use), 0, 1);
+	memset(&cfg.latency, 0, sizeof(cfg.latency));
+	for (unsigned d = 0, k = 0; d < n; d++)
+		if (use >> d & 1) {
+			cfg.disk[k].image_path = paths[d];
+			cfg.disk[k++].read_only = read_only;
+		}
+	sim_volume *vol;
+	char err[256];
+	cr_assert_eq(sim_volume_open(&cfg, &vol, err, sizeof(err)), 0, "%s", err);
+	return vol;
+}
+
 void wu_replay(sim_volume *vol, const struct sim_io *log, size_t upto)
 {
 	for (size_t i = 0; i < upto; i++) {

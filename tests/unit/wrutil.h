@@ -8,6 +8,7 @@
 
 #include "ref/vfs.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,6 +19,17 @@ ref_fs *wu_fresh(sim_volume **vol, unsigned mib, uint32_t nodesize);
  * in the profiles given (BTRFS_BLOCK_GROUP_* bits; mkfs seed `seed`), not
  * mounted. */
 sim_volume *wu_volume(unsigned n, unsigned mib, uint64_t data, uint64_t meta, uint64_t seed);
+/* Files /f0 ... /f(nf-1) in the mounted file system: file f holds the first
+ * len - f * shrink bytes of tu_pat(len, tag0 + f). */
+void wu_write_files(ref_fs *fs, int nf, size_t len, size_t shrink, uint64_t tag0);
+/* Asserts each of them reads back so (and no longer). */
+void wu_expect_files(ref_fs *fs, int nf, size_t len, size_t shrink, uint64_t tag0);
+/* Saves disks 0..n-1 of vol as d0.img, d1.img, ... in a new temporary
+ * directory (returned; tu_rmdir it), their paths into paths[]. */
+char *wu_save_images(sim_volume *vol, unsigned n, char **paths);
+/* A volume of the images paths[i] whose bit i is set in `use` (writable
+ * unless read_only). */
+sim_volume *wu_open_images(char *const *paths, unsigned n, uint64_t use, bool read_only);
 /* The logical address of the first data extent of the regular file at path
  * (its first EXTENT_DATA item must be a regular extent). */
 uint64_t wu_file_extent(ref_fs *fs, const char *path);
