@@ -204,12 +204,9 @@ static int check_target(ref_fs *fs, const struct btrfs_balance_args *a, const ch
 		return 0;
 	uint64_t t = a->target;
 	bool one = t && !(t & (t - 1));
-	size_t present = 0;
 	char name[16];
-	for (size_t i = 0; i < fs->rw->ndevs; i++)
-		present += !fs->rw->devs[i].missing && !fs->rw->devs[i].leaving;
 	if (!one || !(t & (BTRFS_BLOCK_GROUP_PROFILE_MASK | BTRFS_AVAIL_ALLOC_BIT_SINGLE)) ||
-	    present < (size_t)chunk_profile_devs_min(t))
+	    chunk_alloc_devices(fs) < (size_t)chunk_profile_devs_min(t))
 		return ref_fail(fs, EINVAL, "balance: invalid convert %s profile %s", kind,
 				ref_profile_lower(t, name));
 	return 0;

@@ -337,12 +337,11 @@ void chunk_free_all(ref_fs *fs)
 
 void chunk_remove(ref_fs *fs, uint64_t logical)
 {
-	for (size_t i = 0; i < fs->nchunks; i++)
-		if (fs->chunks[i].logical == logical) {
-			free(fs->chunks[i].stripes);
-			memmove(&fs->chunks[i], &fs->chunks[i + 1],
-				(fs->nchunks - i - 1) * sizeof(*fs->chunks));
-			fs->nchunks--;
-			return;
-		}
+	const struct ref_chunk *c = chunk_find(fs, logical);
+	if (!c || c->logical != logical)
+		return;
+	size_t i = (size_t)(c - fs->chunks);
+	free(fs->chunks[i].stripes);
+	memmove(&fs->chunks[i], &fs->chunks[i + 1], (fs->nchunks - i - 1) * sizeof(*fs->chunks));
+	fs->nchunks--;
 }

@@ -128,6 +128,14 @@ int chunk_profile_devs_min(uint64_t profile)
 	return ru ? ru->devs_min : 1;
 }
 
+size_t chunk_alloc_devices(ref_fs *fs)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < fs->rw->ndevs; i++)
+		n += !fs->rw->devs[i].missing && !fs->rw->devs[i].leaving;
+	return n;
+}
+
 struct dev_space {
 	struct rw_dev *dev;
 	uint64_t best, best_len, fit;
@@ -279,9 +287,7 @@ int alloc_chunk(ref_fs *fs, uint64_t type)
 	/* Degraded with too few devices left for the profile: single chunks,
 	 * as the kernel's btrfs_reduce_alloc_profile (counting the devices it
 	 * can write) falls back to. */
-	size_t present = 0;
-	for (size_t i = 0; i < rw->ndevs; i++)
-		present += !rw->devs[i].missing && !rw->devs[i].leaving;
+	size_t present = chunk_alloc_devices(fs);
 	if (present < (size_t)ru->devs_min) {
 		ref_log(fs, "degraded: %zu device%s left, new %s chunks are single, not %s", present,
 			present == 1 ? "" : "s", type == BTRFS_BLOCK_GROUP_DATA ? "data" : "metadata",

@@ -113,6 +113,8 @@ void rw_new_uuid(ref_fs *fs, uint64_t id, uint8_t out[BTRFS_UUID_SIZE]);
 void rw_wipe_supers(ref_fs *fs, int disk);
 /* chunk_alloc.c: the fewest devices a profile's chunks are made on. */
 int chunk_profile_devs_min(uint64_t profile);
+/* The devices new chunks may go to: present, and not being removed. */
+size_t chunk_alloc_devices(ref_fs *fs);
 
 /* devstats.c: changed counters into the dev tree (a commit's settle round). */
 int devstats_settle(ref_fs *fs, bool *work);
