@@ -82,6 +82,23 @@ attach() {
 	LOOPS="$LOOPS $LOOP"
 }
 
+# attach_all IMG...: a loop device for each, their names in $DEVS (in order);
+# 1 after a failure when losetup fails.
+attach_all() {
+	DEVS=""
+	for img in "$@"; do
+		attach "$img" || { fail "losetup $img"; return 1; }
+		DEVS="$DEVS $LOOP"
+	done
+}
+
+# progs_check DEV: btrfs check --readonly on DEV (any device of the volume),
+# a failure naming its first complaints.
+progs_check() {
+	btrfs check --readonly "$1" >"$T/progs.log" 2>&1 ||
+		fail "btrfs check: $(grep -m3 -iE 'error|mismatch|missing' "$T/progs.log" | tr '\n' '|')"
+}
+
 # mount_dev MOUNTPOINT OPTIONS DEV...: mounts a (multi-device) btrfs.
 mount_dev() {
 	mp=$1

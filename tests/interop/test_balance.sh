@@ -49,12 +49,10 @@ kernel_reads() {
 	# The kernel remembers devices it scanned, by loop device path: a
 	# removed device's stale entry would join (no udev here to drop it).
 	btrfs device scan --forget >/dev/null 2>&1
-	DEVS=""
-	for img in "$@"; do attach "$img" && DEVS="$DEVS $LOOP"; done
+	attach_all "$@"
 	# shellcheck disable=SC2086
 	set -- $DEVS
-	btrfs check --readonly "$1" >"$T/progs.log" 2>&1 ||
-		fail "btrfs check: $(grep -m3 -iE 'error|mismatch|missing' "$T/progs.log" | tr '\n' '|')"
+	progs_check "$1"
 	# shellcheck disable=SC2086
 	if mount_dev "$T/mnt" "$opts" $DEVS 2>"$T/mount.err"; then
 		diff -r -x snap "$T/before" "$T/mnt" >"$T/diff" 2>&1 ||

@@ -63,11 +63,10 @@ for cfg in "2 raid1 raid1 1" "4 raid10 raid10 1" "3 raid5 raid1 1" "4 raid5 raid
 
 	if [ "$LOOP_OK" -eq 1 ]; then
 		run "$BASE-kernel" 0 true
-		DEVS=""
-		for img in $LEFT; do attach "$img" && DEVS="$DEVS $LOOP"; done
+		# shellcheck disable=SC2086
+		attach_all $LEFT
 		set -- $DEVS
-		btrfs check --readonly "$1" >"$T/progs.log" 2>&1 ||
-			fail "btrfs check: $(grep -m3 -iE 'error|mismatch|missing' "$T/progs.log" | tr '\n' '|')"
+		progs_check "$1"
 		# shellcheck disable=SC2086
 		if mount_dev "$T/mnt" degraded,ro $DEVS 2>"$T/mount.err"; then
 			cmp -s "$T/mnt/before" "$T/before" || fail "the kernel reads /before wrong"
@@ -102,11 +101,10 @@ for cfg in "2 raid1 raid1 1" "4 raid10 raid10 1" "3 raid5 raid1 1" "4 raid5 raid
 	out_has '^Error summary:    no errors found$'; done_check
 	if [ "$LOOP_OK" -eq 1 ]; then
 		run "$BASE-replaced-kernel" 0 true
-		DEVS=""
-		for img in $WHOLE; do attach "$img" && DEVS="$DEVS $LOOP"; done
+		# shellcheck disable=SC2086
+		attach_all $WHOLE
 		set -- $DEVS
-		btrfs check --readonly "$1" >"$T/progs.log" 2>&1 ||
-			fail "btrfs check: $(grep -m3 -iE 'error|mismatch|missing' "$T/progs.log" | tr '\n' '|')"
+		progs_check "$1"
 		# shellcheck disable=SC2086
 		if mount_dev "$T/mnt" "" $DEVS 2>"$T/mount.err"; then
 			cmp -s "$T/mnt/before" "$T/before" || fail "the kernel reads /before wrong"

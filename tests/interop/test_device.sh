@@ -29,10 +29,9 @@ done
 "$BTRSIM" dump-tree -t chunk "$A" "$B" "$C" | grep -q 'stripe [01] devid 3' || fail "no chunk on the new device"
 done_check
 run add-kernel 0 true
-DEVS=""
-for img in "$A" "$B" "$C"; do attach "$img" && DEVS="$DEVS $LOOP"; done
+attach_all "$A" "$B" "$C"
 set -- $DEVS
-btrfs check --readonly "$1" >"$T/progs.log" 2>&1 || fail "btrfs check: $(grep -m2 -iE 'error|mismatch' "$T/progs.log" | tr '\n' '|')"
+progs_check "$1"
 # shellcheck disable=SC2086
 if mount_dev "$T/mnt" "" $DEVS 2>"$T/mount.err"; then
 	btrfs filesystem show "$T/mnt" >"$T/show" 2>&1

@@ -41,11 +41,7 @@ imgs() {
 kscrub() {
 	out=$1
 	shift
-	DEVS=""
-	for img in "$@"; do
-		attach "$img" || { fail "losetup $img"; return 1; }
-		DEVS="$DEVS $LOOP"
-	done
+	attach_all "$@" || return 1
 	# shellcheck disable=SC2086
 	mount_dev "$T/mnt" ro $DEVS 2>"$T/mount.err" || { fail "mount: $(head -c 200 "$T/mount.err")"; detach_all; return 1; }
 	btrfs scrub start -B -d -R -r "$T/mnt" >"$out" 2>&1
@@ -80,8 +76,8 @@ for cfg in "1 dup dup" "2 raid1 raid1" "4 raid10 raid10" "3 raid5 raid1" "4 raid
 		else
 			# shellcheck disable=SC2086
 			mkfs.btrfs -q -f -d "$data" -m "$meta" $IMGS >/dev/null 2>"$T/err" || fail "mkfs.btrfs: $(cat "$T/err")"
-			DEVS=""
-			for img in $IMGS; do attach "$img" && DEVS="$DEVS $LOOP"; done
+			# shellcheck disable=SC2086
+			attach_all $IMGS
 			# shellcheck disable=SC2086
 			if mount_dev "$T/mnt" "" $DEVS 2>"$T/mount.err"; then
 				cp "$T/src/f1" "$T/src/f2" "$T/src/f3" "$T/mnt/"
@@ -135,20 +131,18 @@ for cfg in "1 dup dup" "2 raid1 raid1" "4 raid10 raid10" "3 raid5 raid1" "4 raid
 		# shellcheck disable=SC2086
 		run "$BASE-mended" 0 "$BTRSIM" scrub -r $IMGS
 		out_has '^Error summary:    no errors found$'; done_check
-		first=$(echo $IMGS | cut -d' ' -f1)
-		DEVS=""
 		run "$BASE-mended-kernel" 0 true
-		for img in $IMGS; do attach "$img" && DEVS="$DEVS $LOOP"; done
+		# shellcheck disable=SC2086
+		attach_all $IMGS
 		set -- $DEVS
-		btrfs check --readonly "$1" >"$T/progs.log" 2>&1 ||
-			fail "btrfs check: $(grep -m2 -iE 'error|mismatch' "$T/progs.log" | tr '\n' '|')"
+		progs_check "$1"
 		detach_all
 		# The counters ref's scrub kept in the dev tree, as the kernel reads them.
 		# shellcheck disable=SC2086
 		"$BTRSIM" device stats $IMGS | sed 's/^\[[^]]*\]//' >"$T/ref.stats"
 		grep -q 'corruption_errs  [1-9]' "$T/ref.stats" || fail "ref's device stats: no corruption counted"
-		DEVS=""
-		for img in $IMGS; do attach "$img" && DEVS="$DEVS $LOOP"; done
+		# shellcheck disable=SC2086
+		attach_all $IMGS
 		# shellcheck disable=SC2086
 		if mount_dev "$T/mnt" ro $DEVS 2>"$T/mount.err"; then
 			btrfs device stats "$T/mnt" | sed 's/^\[[^]]*\]//' >"$T/kernel.stats"
@@ -178,8 +172,8 @@ for i in $IMGS; do rm -f "$i"; truncate -s 512M "$i"; done
 run "$BASE-make" 0 true
 # shellcheck disable=SC2086
 mkfs.btrfs -q -f -d raid1 -m raid1 $IMGS >/dev/null 2>&1 || fail "mkfs.btrfs"
-DEVS=""
-for img in $IMGS; do attach "$img" && DEVS="$DEVS $LOOP"; done
+# shellcheck disable=SC2086
+attach_all $IMGS
 # shellcheck disable=SC2086
 if mount_dev "$T/mnt" "" $DEVS 2>"$T/mount.err"; then
 	cp "$T/src/f1" "$T/src/f2" "$T/src/f3" "$T/mnt/"
@@ -221,11 +215,11 @@ done_check
 # shellcheck disable=SC2086
 run "$BASE-ref-writes" 0 "$BTRSIM" put $IMGS "$T/src/f2" /from-ref
 done_check
-DEVS=""
 run "$BASE-kernel-reads" 0 true
-for img in $IMGS; do attach "$img" && DEVS="$DEVS $LOOP"; done
+# shellcheck disable=SC2086
+attach_all $IMGS
 set -- $DEVS
-btrfs check --readonly "$1" >"$T/progs.log" 2>&1 || fail "btrfs check: $(grep -m2 -iE 'error|mismatch' "$T/progs.log" | tr '\n' '|')"
+progs_check "$1"
 # shellcheck disable=SC2086
 if mount_dev "$T/mnt" ro $DEVS 2>"$T/mount.err"; then
 	cmp -s "$T/mnt/from-ref" "$T/src/f2" || fail "the kernel reads ref's file wrong"
