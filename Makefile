@@ -3,6 +3,15 @@
 # Builds live in build/<mode>/ (release, debug, coverage, afl, afl-asan); `make` leaves
 # the command at ./btrsim as btrfs-progs leaves ./btrfs.
 
+# Every target uses the machine's cores unless the command line gives -j or
+# --jobs (make 4.3 shows no -j in MAKEFLAGS while it reads the makefile, so
+# the command line is read from /proc; sub-makes share the jobserver).
+ifeq ($(MAKELEVEL),0)
+ifeq ($(filter -j% --jobs%,$(MAKEFLAGS) $(shell tr '\0' ' ' </proc/$$PPID/cmdline 2>/dev/null)),)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
+endif
+endif
+
 MODE ?= release
 B := build/$(MODE)
 # V=1 shows the full commands.
@@ -137,18 +146,28 @@ bench: deps
 	@$(MAKE) --no-print-directory MODE=afl B=$(FUZZ_B) fuzz-bins && sh bench/bench_fuzz.sh $(FUZZ_B)
 
 # Deliberately broken builds of ref (ref/mutant.h), each the release build
-# with one bug switched on: build/mutants/btrsim-NAME (built in
-# build/mutants/NAME/).  The explorer's tests
-# run every one and must catch it.
+# with one bug switched on: build/mutants/btrsim-NAME.  Only ref's files that
+# include mutant.h are compiled again per mutant (in build/mutants/NAME/);
+# everything else is the release build's objects, so the eight take about a
+# minute, in parallel under -j.  The explorer's tests run every one and must
+# catch it; `btrsim --version` and the runs a mutant records name it.
 MUTANTS := skip-flush:1 cow-in-place:2 super-first:3 drop-dirty:4 early-reuse:5 snap-rw:6 \
 	snap-no-commit:7 qgroup-no-inherit:8
+MUTANT_NAMES := $(foreach m,$(MUTANTS),$(firstword $(subst :, ,$(m))))
+mutant_num = $(lastword $(subst :, ,$(filter $(1):%,$(MUTANTS))))
+MUTANT_SRC := $(shell grep -l '"ref/mutant.h"' $(REF_SRC))
+# The release build the mutants share.
+MB := build/release
+MUTANT_BINS := $(patsubst %,build/mutants/btrsim-%,$(MUTANT_NAMES))
+
 mutants:
-	@for m in $(MUTANTS); do \
-		name=$${m%%:*}; num=$${m##*:}; \
-		$(MAKE) --no-print-directory MODE=release B=build/mutants/$$name \
-			EXTRA_CFLAGS=-DBTRSIM_MUTANT=$$num cmd || exit 1; \
-		cp -f build/mutants/$$name/btrsim build/mutants/btrsim-$$name; \
-	done
+	@$(MAKE) --no-print-directory MODE=release cmd
+	@$(MAKE) --no-print-directory $(MUTANT_BINS)
+
+$(MUTANT_BINS): build/mutants/btrsim-%: FORCE
+	@$(MAKE) --no-print-directory MODE=release B=build/mutants/$* \
+		EXTRA_CFLAGS=-DBTRSIM_MUTANT=$(call mutant_num,$*) cmd
+	@cp -f build/mutants/$*/btrsim $@
 
 # The random differential test at campaign size: each seed's workload on the
 # kernel (loop mount) and on ref, every errno and the final view compared.
@@ -253,8 +272,16 @@ define link
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(1)
 endef
 
+ifeq ($(filter build/mutants/%,$(B)),)
 $(BTRSIM): $(call obj,$(CLI_SRC)) $(FUZZ_LIB) $(TRACES_LIB) $(FAULTS_LIB) $(REF_LIB) $(SIM_LIB)
 	$(call link)
+else
+# A mutant's command: the release objects with ref's mutant files replaced.
+$(BTRSIM): $(patsubst %.c,$(MB)/%.o,$(CLI_SRC)) $(MB)/libbtrsim-fuzz.a $(MB)/libbtrsim-traces.a \
+	$(MB)/libbtrsim-faults.a $(call obj,$(MUTANT_SRC)) \
+	$(patsubst %.c,$(MB)/%.o,$(filter-out $(MUTANT_SRC),$(REF_SRC))) $(MB)/libbtrsim-sim.a
+	$(call link)
+endif
 
 # One main per harness: fuzz/driver.c with the harness's name (a static
 # pattern: a plain one would also match the .d files make tries to remake).

@@ -8,7 +8,9 @@
 #ifndef BTRSIM_CLI_H
 #define BTRSIM_CLI_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 struct cli_cmd {
@@ -69,6 +71,16 @@ int cli_fail(const struct cli_cmd *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Prints the usage of cmd to stdout (for --help); returns 0. */
 int cli_help(const struct cli_cmd *cmd);
+/* The run's seed, "seed N" on stdout, flushed at once: a run killed later
+ * (stdout a file, fully buffered) still leaves the line that reruns it. */
+void cli_print_seed(uint64_t seed);
+/* Where a long command draws its progress line: stderr when it is a terminal,
+ * or whenever BTRSIM_PROGRESS=1; never with quiet or BTRSIM_PROGRESS=0 (as
+ * mk/progress.sh decides for the scripts); else NULL. */
+FILE *cli_progress_stream(bool quiet);
+/* The build, as the trace store records it with each run: "vVERSION ID MODE",
+ * and " mutant NAME" in a deliberately broken build (ref_mutant). */
+const char *cli_build_string(void);
 
 /* A non-negative integer, decimal or 0x hex, with an optional K, M, G or T
  * suffix (powers of 1024) when `sizes` is set.  Returns 0 or -1. */

@@ -52,7 +52,8 @@ static const char usage_text[] =
 	"                      fail_make_request): ref must return an error or turn\n"
 	"                      read-only, never corrupt or lose acknowledged data\n"
 	"  -q, --quiet         no progress line (there is none when stderr is not a\n"
-	"                      terminal)\n"
+	"                      terminal, unless BTRSIM_PROGRESS=1; BTRSIM_PROGRESS=0:\n"
+	"                      never)\n"
 	"  -h, --help          show this help\n"
 	"\n"
 	"Prints each violation with its minimized reproducer, then the counts:\n"
@@ -123,7 +124,7 @@ static int cmd_campaign(int argc, char **argv)
 	cli_explore_init(&ce);
 	struct campaign_opts c = { .shards = 1, .random_ops = 200, .out = stdout };
 	c.ro.minimize = true;
-	c.ro.build = BTRSIM_BUILD_STRING;
+	c.ro.build = cli_build_string();
 	const char *db = NULL, *report = NULL;
 	bool quiet = false;
 	uint64_t v;
@@ -201,7 +202,7 @@ static int cmd_campaign(int argc, char **argv)
 	c.o = ce.o;
 	c.quota = ce.quota;
 	c.ro.faults = ce.faults_text;
-	c.progress = !quiet && isatty(STDERR_FILENO) ? stderr : NULL;
+	c.progress = cli_progress_stream(quiet);
 	char *args = args_text(argc, argv);
 	c.args = args;
 	if (db && store_open(db, &c.ro.store, err, sizeof(err))) {
@@ -209,7 +210,7 @@ static int cmd_campaign(int argc, char **argv)
 		cli_explore_free(&ce);
 		return cli_fail(&cli_cmd_campaign, "%s", err);
 	}
-	printf("seed %llu\n", (unsigned long long)c.o.seed);
+	cli_print_seed(c.o.seed);
 	struct campaign_result res;
 	int r = campaign_run(&c, &res, err, sizeof(err));
 	if (r >= 0 && report && write_report(c.ro.store, db, res.id, report, err, sizeof(err)))

@@ -190,13 +190,15 @@ static int mount_with_spare(char **imgs, int nimg, const char *extra, struct cli
 	if (rc)
 		return rc;
 	struct ref_mount_opts mo = { .open = { .super_mirror = -1, .log = stderr, .degraded = true,
-					       .spares = true },
-				     .clock_start = (uint64_t)time(NULL) };
+					       .spares = true } };
+	cli_clock_now(&mo);
 	char err[256], es[96];
 	int r = ref_mount(m->vol, &mo, &m->fs, err, sizeof(err));
 	if (r) {
 		sim_volume_close(m->vol);
-		return cli_fail(&cli_cmd_device, "%s: %s", cli_errno_str(r, es, sizeof(es)), err);
+		char msg[400];
+		snprintf(msg, sizeof(msg), "%s: %s", cli_errno_str(r, es, sizeof(es)), err);
+		return cli_fail_images(&cli_cmd_device, all, nimg + 1, msg);
 	}
 	return 0;
 }

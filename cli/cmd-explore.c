@@ -30,7 +30,8 @@ static const char usage_text[] =
 	"                      list with 'btrsim runs', replay with 'btrsim replay'\n"
 	"  --no-minimize       report a violation as found, without minimizing it\n"
 	"  -q, --quiet         no progress line (there is none when stderr is not a\n"
-	"                      terminal)\n"
+	"                      terminal, unless BTRSIM_PROGRESS=1; BTRSIM_PROGRESS=0:\n"
+	"                      never)\n"
 	"  -v, --verbose       a line per crash point\n"
 	"  -h, --help          show this help\n"
 	"\n"
@@ -96,17 +97,15 @@ static int cmd_explore(int argc, char **argv)
 	}
 	/* Opened first, so that a database that cannot be used stops the
 	 * command before the exploration rather than after it. */
-	struct record_opts ro = { .kind = "explore", .build = BTRSIM_BUILD_STRING,
+	struct record_opts ro = { .kind = "explore", .build = cli_build_string(),
 				  .faults = ce.faults_text, .minimize = minimize };
 	if (db && store_open(db, &ro.store, err, sizeof(err))) {
 		wl_free(&w);
 		cli_explore_free(&ce);
 		return cli_fail(&cli_cmd_explore, "%s", err);
 	}
-	printf("seed %llu\n", (unsigned long long)ce.o.seed);
-	fflush(stdout);
-	if (!quiet && isatty(STDERR_FILENO))
-		ce.o.progress = stderr;
+	cli_print_seed(ce.o.seed);
+	ce.o.progress = cli_progress_stream(quiet);
 	struct record_outcome out;
 	int r = record_explore(&w, &ce.o, &ro, &out, err, sizeof(err));
 	store_close(ro.store);

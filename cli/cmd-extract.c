@@ -25,10 +25,17 @@ static const char usage_text[] =
 	"\n"
 	"  -s, --subvol PATH|ID  extract this subvolume (default: the top level, 5)\n"
 	"      --snapshots       also descend into snapshots\n"
+	"  -x, --xattr           restore extended attributes (the default, as\n"
+	"                        'btrfs restore -x')\n"
+	"      --no-xattr        leave extended attributes out\n"
 	"  -v, --verbose         print each path as it is extracted\n"
 	"      --degraded        open with devices missing\n"
 	"      --usebackuproot   open from a backup root if the root tree is unreadable\n"
 	"  -h, --help            show this help\n"
+	"\n"
+	"An extended attribute that DEST's file system cannot hold (btrfs.compression\n"
+	"on ext4, say: EOPNOTSUPP) is skipped wherever it occurs, with one line on\n"
+	"stderr per name; it is no failure.\n"
 	"\n"
 	"Exit status: 0, or 1 when anything could not be read or written (each on a\n"
 	"line of stderr; the rest is still extracted).\n";
@@ -45,8 +52,10 @@ struct linked {
 
 struct ex {
 	ref_fs *fs;
-	bool snapshots, verbose;
+	bool snapshots, verbose, no_xattrs;
 	int errors;
+	char **skipped; /* xattr names DEST cannot hold, each said once */
+	size_t nskipped;
 	uint8_t *buf;
 	struct linked *links;
 	size_t nlinks, links_cap;
@@ -132,6 +141,26 @@ struct xattr_dest {
 	const char *path;
 };
 
+/* Says once per name that the destination cannot hold an xattr. */
+static void skip_xattr(struct ex *ex, const char *name)
+{
+	for (size_t i = 0; i < ex->nskipped; i++)
+		if (!strcmp(ex->skipped[i], name))
+			return;
+	fprintf(stderr, "btrsim extract: the destination cannot hold xattr %s (%s): skipped wherever it occurs\n",
+		name, strerror(EOPNOTSUPP));
+	char **p = realloc(ex->skipped, (ex->nskipped + 1) * sizeof(*p));
+	char *copy = strdup(name);
+	if (!p || !copy) { /* said again next time: no harm */
+		free(copy);
+		if (p)
+			ex->skipped = p;
+		return;
+	}
+	ex->skipped = p;
+	ex->skipped[ex->nskipped++] = copy;
+}
+
 static int set_xattr(void *ctx, const char *name, size_t nlen, const uint8_t *value, size_t vlen)
 {
 	struct xattr_dest *xd = ctx;
@@ -139,6 +168,10 @@ static int set_xattr(void *ctx, const char *name, size_t nlen, const uint8_t *va
 	memcpy(key, name, nlen);
 	key[nlen] = '\0';
 	if (lsetxattr(xd->path, key, value, vlen, 0)) {
+		if (errno == EOPNOTSUPP) { /* as btrfs restore: the destination cannot hold it */
+			skip_xattr(xd->ex, key);
+			return 0;
+		}
 		char msg[400];
 		snprintf(msg, sizeof(msg), "xattr %s: %s", key, strerror(errno));
 		fail_path(xd->ex, xd->path, msg);
@@ -153,7 +186,7 @@ static void set_metadata(struct ex *ex, const struct ref_ino *ino, const struct 
 	if (lchown(path, st->uid, st->gid))
 		fail_path(ex, path, strerror(errno));
 	struct xattr_dest xd = { ex, path };
-	if (ref_listxattr(ex->fs, ino, set_xattr, &xd))
+	if (!ex->no_xattrs && ref_listxattr(ex->fs, ino, set_xattr, &xd))
 		fail_path(ex, path, ref_error(ex->fs));
 	if (!S_ISLNK(st->mode) && chmod(path, st->mode & 07777))
 		fail_path(ex, path, strerror(errno));
@@ -265,6 +298,7 @@ static int cmd_extract(int argc, char **argv)
 		{ "subvol", required_argument, NULL, 's' }, { "snapshots", no_argument, NULL, 'S' },
 		{ "verbose", no_argument, NULL, 'v' },      { "degraded", no_argument, NULL, 'D' },
 		{ "usebackuproot", no_argument, NULL, 'U' }, { "help", no_argument, NULL, 'h' },
+		{ "xattr", no_argument, NULL, 'x' },	    { "no-xattr", no_argument, NULL, 'X' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ref_open_opts oo = { .super_mirror = -1, .log = stderr };
@@ -273,9 +307,11 @@ static int cmd_extract(int argc, char **argv)
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "s:vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:vxh", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': subvol = optarg; break;
+		case 'x': ex.no_xattrs = false; break;
+		case 'X': ex.no_xattrs = true; break;
 		case 'S': ex.snapshots = true; break;
 		case 'v': ex.verbose = true; break;
 		case 'D': oo.degraded = true; break;
@@ -319,6 +355,9 @@ static int cmd_extract(int argc, char **argv)
 	for (size_t i = 0; i < ex.nlinks; i++)
 		free(ex.links[i].path);
 	free(ex.links);
+	for (size_t i = 0; i < ex.nskipped; i++)
+		free(ex.skipped[i]);
+	free(ex.skipped);
 	free(ex.buf);
 	ref_close(ex.fs);
 	sim_volume_close(vol);

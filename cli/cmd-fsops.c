@@ -34,16 +34,26 @@ int cli_mount_degraded(const struct cli_cmd *cmd, char **imgs, int n, bool degra
 		return rc;
 	struct ref_mount_opts mo = {
 		.open = { .super_mirror = -1, .log = stderr, .degraded = degraded },
-		.clock_start = (uint64_t)time(NULL),
 	};
+	cli_clock_now(&mo);
 	char err[256], es[96];
 	int r = ref_mount(m->vol, &mo, &m->fs, err, sizeof(err));
 	if (r) {
 		sim_volume_close(m->vol);
 		m->vol = NULL;
-		return cli_fail(cmd, "%s: %s", cli_errno_str(r, es, sizeof(es)), err);
+		char msg[400];
+		snprintf(msg, sizeof(msg), "%s: %s", cli_errno_str(r, es, sizeof(es)), err);
+		return cli_fail_images(cmd, imgs, n, msg);
 	}
 	return 0;
+}
+
+void cli_clock_now(struct ref_mount_opts *mo)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	mo->clock_start = (uint64_t)now.tv_sec;
+	mo->clock_start_nsec = (uint32_t)now.tv_nsec;
 }
 
 int cli_subvol_at(ref_fs *fs, const char *path, uint64_t *id)

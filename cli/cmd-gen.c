@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 #include "traces/run.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,7 +16,7 @@ static const char usage_text[] =
 	"--annotate OUT' to make the kernel's results the expectations for ref.\n"
 	"\n"
 	"  --seed N            the seed (default 1)\n"
-	"  --ops N             how many operations (default 1000)\n"
+	"  --ops N             how many operations (default 1000, at most 1000000)\n"
 	"  --names N           names per directory level (default 6)\n"
 	"  --depth N           directory depth (default 3)\n"
 	"  --max-offset SIZE   writes start below this (default 1G)\n"
@@ -53,7 +54,12 @@ static int cmd_gen(int argc, char **argv)
 			return cli_usage_error(&cli_cmd_gen, "expected a number, not '%s'", optarg);
 		switch (c) {
 		case 's': o.seed = v; break;
-		case 'o': o.ops = (size_t)v; break;
+		case 'o':
+			if (v > WL_GEN_MAX_OPS)
+				return cli_usage_error(&cli_cmd_gen, "--ops takes 0 to %u, not '%s'",
+						       WL_GEN_MAX_OPS, optarg);
+			o.ops = (size_t)v;
+			break;
 		case 'n':
 			if (v < 1 || v > 1000)
 				return cli_usage_error(&cli_cmd_gen, "--names takes 1 to 1000");
@@ -81,8 +87,9 @@ static int cmd_gen(int argc, char **argv)
 	if (optind != argc)
 		return cli_usage_error(&cli_cmd_gen, "takes no operands");
 	struct wl_workload w = { 0 };
-	if (wl_generate(&o, &w))
-		return cli_fail(&cli_cmd_gen, "out of memory");
+	int gr = wl_generate(&o, &w);
+	if (gr)
+		return cli_fail(&cli_cmd_gen, "%s", gr == -ENOMEM ? "out of memory" : strerror(-gr));
 	printf("# btrsim gen-workload --seed %llu --ops %zu%s%s\n", (unsigned long long)o.seed,
 	       o.ops, o.subvols ? " --subvols" : "", o.quota ? " --quota" : "");
 	int r = wl_print(stdout, &w);

@@ -57,6 +57,15 @@ static void print_uuid(const uint8_t *u)
 	       u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
 }
 
+/* A failed mkfs leaves no image it created behind; returns rc. */
+static int remove_created(char **imgs, int n, const bool *created, int rc)
+{
+	for (int i = 0; rc && i < n; i++)
+		if (created[i] && unlink(imgs[i]))
+			fprintf(stderr, "btrsim mkfs: cannot remove %s: %s\n", imgs[i], strerror(errno));
+	return rc;
+}
+
 static int cmd_mkfs(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -130,33 +139,43 @@ static int cmd_mkfs(int argc, char **argv)
 				return cli_usage_error(&cli_cmd_mkfs, "%s is given twice", imgs[i]);
 	if (nimg > 1 && !have_meta)
 		o.meta_profile = BTRFS_BLOCK_GROUP_RAID1; /* mkfs.btrfs's default on several devices */
-	for (int i = 0; i < nimg; i++) {
+	bool created[SIM_MAX_DISKS] = { false };
+	int rc = 0;
+	for (int i = 0; i < nimg && !rc; i++) {
 		struct stat st;
 		if (!stat(imgs[i], &st))
 			continue;
-		if (errno != ENOENT)
-			return cli_fail(&cli_cmd_mkfs, "%s: %s", imgs[i], strerror(errno));
-		if (!o.size)
-			return cli_fail(&cli_cmd_mkfs, "%s does not exist: give --size to create it", imgs[i]);
+		if (errno != ENOENT) {
+			rc = cli_fail(&cli_cmd_mkfs, "%s: %s", imgs[i], strerror(errno));
+			break;
+		}
+		if (!o.size) {
+			rc = cli_fail(&cli_cmd_mkfs, "%s does not exist: give --size to create it", imgs[i]);
+			break;
+		}
 		int fd = open(imgs[i], O_WRONLY | O_CREAT | O_EXCL, 0644);
+		created[i] = fd >= 0;
 		if (fd < 0 || ftruncate(fd, (off_t)o.size) || close(fd))
-			return cli_fail(&cli_cmd_mkfs, "cannot create %s: %s", imgs[i], strerror(errno));
+			rc = cli_fail(&cli_cmd_mkfs, "cannot create %s: %s", imgs[i], strerror(errno));
 	}
+	if (rc)
+		return remove_created(imgs, nimg, created, rc);
 	if (!have_seed && getrandom(&o.seed, sizeof(o.seed), 0) != sizeof(o.seed))
 		o.seed = (uint64_t)time(NULL);
 	if (!have_time)
 		o.time = (uint64_t)time(NULL);
 	sim_volume *vol;
-	int rc = cli_open_volume(&cli_cmd_mkfs, imgs, nimg, true, &vol);
+	rc = cli_open_volume(&cli_cmd_mkfs, imgs, nimg, true, &vol);
 	if (rc)
-		return rc;
+		return remove_created(imgs, nimg, created, rc);
 	for (int i = 0; i < nimg; i++) {
 		struct btrfs_super_disk sb;
 		bool valid;
 		if (!force && ref_read_super(vol, (unsigned)i, 0, &sb, &valid) == 0 && valid) {
 			sim_volume_close(vol);
-			return cli_fail(&cli_cmd_mkfs,
-					"%s holds a btrfs file system already (use -f to overwrite)", imgs[i]);
+			rc = cli_fail(&cli_cmd_mkfs,
+				      "%s holds a btrfs file system already (use -f to overwrite)", imgs[i]);
+			return remove_created(imgs, nimg, created, rc);
 		}
 	}
 	uint8_t fsid[16];
@@ -193,7 +212,7 @@ static int cmd_mkfs(int argc, char **argv)
 		}
 	}
 	sim_volume_close(vol);
-	return rc;
+	return remove_created(imgs, nimg, created, rc);
 }
 
 const struct cli_cmd cli_cmd_mkfs = {

@@ -112,8 +112,7 @@ static int cmd_raid_campaign(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage_error(&cli_cmd_raid_campaign, "unexpected argument '%s'", argv[optind]);
-	printf("seed %llu\n", (unsigned long long)o.seed);
-	fflush(stdout);
+	cli_print_seed(o.seed);
 	struct rc_row *rows;
 	size_t n;
 	char err[256] = "";
@@ -122,9 +121,11 @@ static int cmd_raid_campaign(int argc, char **argv)
 		free(rows);
 		return cli_fail(&cli_cmd_raid_campaign, "%s", err);
 	}
-	size_t failed = 0;
-	for (size_t i = 0; i < n; i++)
+	size_t failed = 0, skipped = 0;
+	for (size_t i = 0; i < n; i++) {
 		failed += rc_row_failed(&rows[i]);
+		skipped += !rc_row_failed(&rows[i]) && rows[i].not_injected;
+	}
 	FILE *out = strcmp(report, "-") ? fopen(report, "w") : stdout;
 	if (!out) {
 		free(rows);
@@ -135,8 +136,8 @@ static int cmd_raid_campaign(int argc, char **argv)
 		free(rows);
 		return cli_fail(&cli_cmd_raid_campaign, "%s: %s", report, strerror(errno));
 	}
-	printf("%zu runs, %zu failed%s%s\n", n, failed, out != stdout ? "; report in " : "",
-	       out != stdout ? report : "");
+	printf("%zu runs, %zu failed, %zu not injected%s%s\n", n, failed, skipped,
+	       out != stdout ? "; report in " : "", out != stdout ? report : "");
 	free(rows);
 	return failed ? 1 : 0;
 }

@@ -73,7 +73,7 @@ static int cmd_replay(int argc, char **argv)
 	if (store_open_existing(db, &s, err, sizeof(err)))
 		return cli_fail(&cli_cmd_replay, "%s", err);
 	int r = have_k ? replay_crash_state(s, run, (size_t)k, dir, stdout, err, sizeof(err))
-		       : replay_verify(s, run, stdout, err, sizeof(err));
+		       : replay_verify(s, run, cli_build_string(), stdout, err, sizeof(err));
 	store_close(s);
 	if (r)
 		return cli_fail(&cli_cmd_replay, "%s", err);

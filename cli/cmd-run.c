@@ -96,9 +96,9 @@ static int run_images(char **imgs, int n, uint64_t seed, const struct wl_workloa
 	char err[1024];
 	if (ref_mount(t.vol, &t.mo, &t.fs, err, sizeof(err))) {
 		sim_volume_close(t.vol);
-		return cli_fail(&cli_cmd_run, "%s", err);
+		return cli_fail_images(&cli_cmd_run, imgs, n, err);
 	}
-	printf("seed %llu\n", (unsigned long long)seed);
+	cli_print_seed(seed);
 	ro->crash = crash_ref;
 	struct wl_run_result res;
 	rc = wl_run(w, exec_ref, &t, ro, &res, err, sizeof(err));

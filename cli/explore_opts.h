@@ -12,7 +12,6 @@
 
 #include <getopt.h>
 
-#define BTRSIM_BUILD_STRING "v" BTRSIM_VERSION " " BTRSIM_BUILD_ID " " BTRSIM_BUILD_MODE
 
 #define EXPLORE_OPTS_HELP \
 	"  --max-subset K      all subsets while at most K writes are volatile (10)\n" \

@@ -19,6 +19,8 @@ struct cli_mount {
  * it (timestamps from the current time).  Returns 0, or the exit status after
  * saying why (1; 2 for bad usage). */
 int cli_mount(const struct cli_cmd *cmd, char **imgs, int n, struct cli_mount *m);
+/* The mount's clock starts at the real time, to the nanosecond. */
+void cli_clock_now(struct ref_mount_opts *mo);
 /* The same, mounting degraded (devices missing) when asked. */
 int cli_mount_degraded(const struct cli_cmd *cmd, char **imgs, int n, bool degraded,
 		       struct cli_mount *m);

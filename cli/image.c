@@ -49,9 +49,21 @@ int cli_open_fs(const struct cli_cmd *cmd, char **paths, int n, const struct ref
 	if (ref_open(*vol, opts, fs, err, sizeof(err))) {
 		sim_volume_close(*vol);
 		*vol = NULL;
-		return cli_fail(cmd, "%s", err);
+		return cli_fail_images(cmd, paths, n, err);
 	}
 	return 0;
+}
+
+int cli_fail_images(const struct cli_cmd *cmd, char **paths, int n, const char *msg)
+{
+	if (n == 1)
+		return cli_fail(cmd, "%s: %s", paths[0], msg);
+	char list[1024] = "";
+	size_t len = 0;
+	for (int i = 0; i < n && len < sizeof(list) - 1; i++)
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%sdisk %d is %s",
+					i ? ", " : "", i, paths[i]);
+	return cli_fail(cmd, "%s (%s)", msg, list);
 }
 
 int cli_parse_open_opts(const struct cli_cmd *cmd, int argc, char **argv, struct ref_open_opts *oo)

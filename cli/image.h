@@ -15,6 +15,9 @@ int cli_open_volume_seeded(const struct cli_cmd *cmd, char **paths, int n, bool 
 /* The same, then ref_open on it. */
 int cli_open_fs(const struct cli_cmd *cmd, char **paths, int n, const struct ref_open_opts *opts,
 		sim_volume **vol, ref_fs **fs);
+/* A failure to open the file system on paths[0..n): msg with the image named
+ * (one image) or each disk index's image listed; returns 1. */
+int cli_fail_images(const struct cli_cmd *cmd, char **paths, int n, const char *msg);
 
 /* Parses the options of commands that take only --degraded, --usebackuproot
  * (ref_open_opts.usebackuproot, the kernel's -o usebackuproot) and --help: 0 to go

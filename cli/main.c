@@ -3,6 +3,7 @@
  * in the style of btrfs-progs (`btrsim --help`, `btrsim help CMD`).
  */
 #include "cli/cli.h"
+#include "ref/ref.h"
 #include "version.h"
 
 #include <stdio.h>
@@ -67,7 +68,9 @@ static const struct cli_cmd *find(const char *name)
 
 static int version(void)
 {
-	printf("btrsim v%s (%s, %s build)\n", BTRSIM_VERSION, BTRSIM_BUILD_ID, BTRSIM_BUILD_MODE);
+	const char *m = ref_mutant();
+	printf("btrsim v%s (%s, %s build%s%s%s)\n", BTRSIM_VERSION, BTRSIM_BUILD_ID, BTRSIM_BUILD_MODE,
+	       m ? ", MUTANT " : "", m ? m : "", m ? ": ref broken on purpose, for make mutants" : "");
 	return 0;
 }
 

@@ -1,5 +1,7 @@
 /* util.c - usage and failure reporting and argument parsing for the subcommands. */
 #include "cli/cli.h"
+#include "ref/ref.h"
+#include "version.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -7,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static void vprefixed(const struct cli_cmd *cmd, const char *fmt, va_list ap)
 {
@@ -32,6 +35,31 @@ int cli_fail(const struct cli_cmd *cmd, const char *fmt, ...)
 	vprefixed(cmd, fmt, ap);
 	va_end(ap);
 	return 1;
+}
+
+const char *cli_build_string(void)
+{
+	static char text[160];
+	const char *m = ref_mutant();
+	snprintf(text, sizeof(text), "v%s %s %s%s%s", BTRSIM_VERSION, BTRSIM_BUILD_ID,
+		 BTRSIM_BUILD_MODE, m ? " mutant " : "", m ? m : "");
+	return text;
+}
+
+FILE *cli_progress_stream(bool quiet)
+{
+	const char *env = getenv("BTRSIM_PROGRESS");
+	if (quiet || (env && !strcmp(env, "0")))
+		return NULL;
+	if (env && !strcmp(env, "1"))
+		return stderr;
+	return isatty(STDERR_FILENO) ? stderr : NULL;
+}
+
+void cli_print_seed(uint64_t seed)
+{
+	printf("seed %llu\n", (unsigned long long)seed);
+	fflush(stdout);
 }
 
 int cli_help(const struct cli_cmd *cmd)

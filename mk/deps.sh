@@ -7,6 +7,45 @@ PKGS="pkg-config clang lld-14 libsqlite3-dev sqlite3 zlib1g-dev libfiu-dev fiu-u
 libisal-dev libzstd-dev liblzo2-dev libxxhash-dev libcriterion-dev btrfs-progs linux-libc-dev
 util-linux libsodium-dev attr bc chromium"
 
+# How long to wait for another apt-get or dpkg (unattended-upgrades, a
+# second make deps) to let go of the dpkg lock before giving up.
+LOCK_WAIT=${DEPS_LOCK_WAIT:-600}
+
+# The pid and name of a running package manager, or nothing.
+apt_holder() {
+	for c in /proc/[0-9]*/comm; do
+		n=$(cat "$c" 2>/dev/null) || continue
+		case "$n" in
+		apt|apt-get|aptitude|dpkg|unattended-upgr*)
+			p=${c#/proc/}
+			echo "${p%/comm} $n"
+			return 0 ;;
+		esac
+	done
+	return 1
+}
+
+# Waits (a line saying so) while another package manager runs.
+wait_for_apt() {
+	h=$(apt_holder) || return 0
+	echo "deps: waiting for ${h#* } (pid ${h%% *}) to release the dpkg lock (up to ${LOCK_WAIT} s)"
+	t=0
+	while apt_holder >/dev/null; do
+		if [ "$t" -ge "$LOCK_WAIT" ]; then
+			echo "deps: the dpkg lock is still held after ${LOCK_WAIT} s; try again later" >&2
+			return 1
+		fi
+		sleep 1
+		t=$((t + 1))
+	done
+	echo "deps: the dpkg lock is free"
+}
+
+if [ "${1:-}" = "--wait-lock" ]; then # (tests/cli/test_deps.sh)
+	wait_for_apt
+	exit
+fi
+
 missing=""
 for p in $PKGS; do
 	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
@@ -27,7 +66,11 @@ else
 	exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
+wait_for_apt
+# apt's own lock timeout covers one that starts in between.
+LOCK="-o DPkg::Lock::Timeout=$LOCK_WAIT"
 # shellcheck disable=SC2086
-$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+$SUDO apt-get $LOCK update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get $LOCK install -y -qq --no-install-recommends $missing >/dev/null
 echo "deps: done"

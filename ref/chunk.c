@@ -305,11 +305,51 @@ int chunk_load_sys_array(ref_fs *fs)
 	return 0;
 }
 
-int chunk_load_tree(ref_fs *fs)
+/* The kernel's read_one_dev: a present device smaller than its DEV_ITEM says
+ * (an image truncated after mkfs) fails the mount with EINVAL, before anything
+ * could be read from or written past its end. */
+static int check_dev_sizes(ref_fs *fs)
 {
 	struct ref_path path;
-	struct ref_key key = { BTRFS_FIRST_CHUNK_TREE_OBJECTID, BTRFS_CHUNK_ITEM_KEY, 0 };
+	struct ref_key key = { BTRFS_DEV_ITEMS_OBJECTID, BTRFS_DEV_ITEM_KEY, 0 };
 	int r = ref_search(fs, &fs->chunk_root, &key, &path);
+	while (r == 0) {
+		struct ref_key k;
+		const uint8_t *data;
+		uint32_t size;
+		ref_path_item(&path, &k, &data, &size);
+		if (k.objectid != BTRFS_DEV_ITEMS_OBJECTID || k.type != BTRFS_DEV_ITEM_KEY)
+			break;
+		if (size >= sizeof(struct btrfs_dev_item)) {
+			const struct btrfs_dev_item *di = (const void *)data;
+			struct ref_dev *d = dev_find(fs, LE64(di->devid));
+			uint64_t want = LE64(di->total_bytes);
+			if (d && d->disk >= 0) {
+				uint64_t have = sim_disk_size(fs->vol, (unsigned)d->disk);
+				if (want > have) {
+					r = ref_fail(fs, EINVAL,
+						     "device %llu (disk %d): device total_bytes should be at most %llu but found %llu (the image is shorter than the file system on it)",
+						     (unsigned long long)d->devid, d->disk,
+						     (unsigned long long)have,
+						     (unsigned long long)want);
+					break;
+				}
+			}
+		}
+		r = ref_next(fs, &path);
+	}
+	ref_path_release(fs, &path);
+	return r < 0 ? r : 0;
+}
+
+int chunk_load_tree(ref_fs *fs)
+{
+	int r = check_dev_sizes(fs);
+	if (r)
+		return r;
+	struct ref_path path;
+	struct ref_key key = { BTRFS_FIRST_CHUNK_TREE_OBJECTID, BTRFS_CHUNK_ITEM_KEY, 0 };
+	r = ref_search(fs, &fs->chunk_root, &key, &path);
 	while (r == 0) {
 		struct ref_key k;
 		const uint8_t *data;

@@ -806,6 +806,13 @@ static int check_opts(struct mk *m)
 			return fail(m, EINVAL, "size %llu exceeds disk %u (%llu bytes)",
 				    (unsigned long long)m->size[d], d, (unsigned long long)disk);
 		}
+		if (m->size[d] < o->sectorsize) {
+			if (m->ndevs == 1)
+				return fail(m, ENOSPC, "the disk is too small: %llu bytes, less than one %u-byte sector",
+					    (unsigned long long)m->size[d], o->sectorsize);
+			return fail(m, ENOSPC, "disk %u is too small: %llu bytes, less than one %u-byte sector",
+				    d, (unsigned long long)m->size[d], o->sectorsize);
+		}
 		m->size[d] -= m->size[d] % o->sectorsize;
 		m->total += m->size[d];
 	}

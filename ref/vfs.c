@@ -27,7 +27,8 @@ int ref_mount(sim_volume *vol, const struct ref_mount_opts *o, ref_fs **out, cha
 		ref_close(fs);
 		return r;
 	}
-	fs->rw->time_ns = (o->clock_start ? o->clock_start : DEFAULT_CLOCK) * UINT64_C(1000000000);
+	fs->rw->time_ns = (o->clock_start ? o->clock_start : DEFAULT_CLOCK) * UINT64_C(1000000000) +
+			  o->clock_start_nsec % 1000000000u;
 	if (o->dirty_limit)
 		fs->rw->dirty_limit = o->dirty_limit;
 	*out = fs;

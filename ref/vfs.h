@@ -28,6 +28,10 @@ struct ref_mount_opts {
 	 * epoch) and advances a microsecond per operation, so that runs are
 	 * reproducible; 0 means 2025-01-01. */
 	uint64_t clock_start;
+	/* Nanoseconds past clock_start (< 10^9): commands give the real time, so
+	 * that a change time set now is never before a modify time restored
+	 * from a file written earlier in the same second (cp -a's order). */
+	uint32_t clock_start_nsec;
 	/* Dirty metadata that forces a commit (the cache bound); 0: 64 MiB. */
 	uint64_t dirty_limit;
 };

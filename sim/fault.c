@@ -67,7 +67,7 @@ int sim_fault_add(sim_volume *vol, const struct sim_fault *fault)
 		f.nsectors = 1;
 	if (sim_grow(&vol->faults, &vol->faults_cap, vol->nfaults + 1, sizeof(*vol->faults)))
 		return sim_fail(vol, ENOMEM, "out of memory");
-	vol->faults[vol->nfaults++] = (struct fault_slot){ f, 0 };
+	vol->faults[vol->nfaults++] = (struct fault_slot){ f, 0, 0 };
 	return 0;
 }
 
@@ -88,6 +88,15 @@ static bool matches(const struct fault_slot *s, uint64_t seq, unsigned disk, uin
 		return false;
 	if (f->sector >= 0 && ((uint64_t)f->sector < sector || (uint64_t)f->sector >= sector + n))
 		return false;
+	return true;
+}
+
+/* Whether a fault that would fire lets this request pass (sim_fault.skip). */
+static bool lets_pass(struct fault_slot *s)
+{
+	if (s->passed >= s->f.skip)
+		return false;
+	s->passed++;
 	return true;
 }
 
@@ -176,7 +185,7 @@ int fault_before_request(sim_volume *vol, unsigned disk, uint64_t sector, uint64
 		struct fault_slot *s = &vol->faults[i];
 		if (!acts_on_disk(s->f.kind) || !matches(s, vol->next_seq, disk, sector, n))
 			continue;
-		if (!sim_rng_chance(&d->rng, s->f.probability))
+		if (!sim_rng_chance(&d->rng, s->f.probability) || lets_pass(s))
 			continue;
 		s->fired++;
 		int r = fire_on_disk(vol, disk, &s->f);
@@ -210,7 +219,7 @@ const struct sim_fault *fault_on_request(sim_volume *vol, unsigned disk, uint64_
 		struct fault_slot *s = &vol->faults[i];
 		if (!applies_to(s->f.kind, kind) || !matches(s, seq, disk, sector, n))
 			continue;
-		if (!sim_rng_chance(&d->rng, s->f.probability))
+		if (!sim_rng_chance(&d->rng, s->f.probability) || lets_pass(s))
 			continue;
 		s->fired++;
 		return &s->f;

@@ -49,6 +49,7 @@ struct sim_disk {
 struct fault_slot {
 	struct sim_fault f;
 	uint32_t fired;
+	uint32_t passed; /* requests let pass of f.skip */
 };
 
 /* Recorded payloads live in chunks that are reused after a log clear, so that

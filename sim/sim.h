@@ -193,7 +193,9 @@ enum sim_fault_kind {
  * A scheduled fault.  It is armed from request number `after_seq` on (0: at
  * once) and fires on a request that matches `disk` and overlaps `sector`
  * (SIM_ANY_* match all), with `probability` (1.0 = always; 0 is read as 1.0),
- * at most `count` times (0: no limit).
+ * at most `count` times (0: no limit), after letting the first `skip` requests
+ * it would have fired on pass (so that "the k-th write to disk 0 from now" can
+ * be named without knowing its request number).
  *
  * FLIP_AT_REST, LATENT and DEVICE_LOSS act on the disk itself: they fire on the
  * first matching request of any kind, before it is served.  A FLIP_AT_REST or
@@ -209,6 +211,7 @@ struct sim_fault {
 	uint64_t after_seq;
 	double probability;
 	uint32_t count;
+	uint32_t skip;
 	uint32_t bits;
 	uint32_t nsectors;
 	int64_t shift;

@@ -107,15 +107,25 @@ static int record(struct ex *x, sim_volume *vol, char *err, size_t errlen)
 		size_t before;
 		sim_volume_log(vol, &before);
 		int got = 0;
+		uint64_t written = 0;
 		char msg[256] = "";
 		if (op->kind != WL_MARK && op->kind != WL_CRASH)
-			got = -wl_exec_ref(fs, op, msg, sizeof(msg));
+			got = -wl_exec_ref_partial(fs, op, &written, msg, sizeof(msg));
 		x->res->results[j] = got;
 		size_t after;
 		sim_volume_log(vol, &after);
 		x->spans[j] = (struct span){ before, after, persists(op->kind) && got == 0, op->line };
+		/* A write that failed part-way (ENOSPC, EDQUOT, EIO): the model
+		 * takes the bytes that went in, as a short write. */
+		struct wl_op part;
+		const struct wl_op *mop = op;
+		if (got && written) {
+			part = *op;
+			part.len = written;
+			mop = &part;
+		}
 		char merr[256];
-		if (model_apply(m, op, got, merr, sizeof(merr))) {
+		if (model_apply(m, mop, mop == op ? got : 0, merr, sizeof(merr))) {
 			snprintf(err, errlen, "%s:%zu: the model cannot follow: %s",
 				 x->w->name ? x->w->name : "workload", op->line, merr);
 			r = -EINVAL;

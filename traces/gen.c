@@ -1318,9 +1318,19 @@ static const unsigned weights[G_N] = {
 	[G_SUBVOL] = 2,	 [G_SNAPSHOT] = 2, [G_SVDELETE] = 1, [G_SVSYNC] = 1, [G_ROPROBE] = 1,
 };
 
+/* Entries the model holds at most: past it nothing new is made (creates,
+ * mkdirs, links, symlinks, subvolumes and snapshots wait for removals), so
+ * that a pick costs a bounded scan and generation stays linear in --ops.
+ * Workloads of ordinary length never reach it (20,000 ops hold about 1,800
+ * entries), so they are what they were before the bound. */
+#define MAX_ENTRIES 2048
+
 static unsigned weight(const struct gen *g, int k)
 {
 	if (k >= G_SUBVOL && !g->o->subvols)
+		return 0;
+	if (g->n >= MAX_ENTRIES && (k == G_CREATE || k == G_MKDIR || k == G_LINK ||
+				    k == G_SYMLINK || k == G_SUBVOL || k == G_SNAPSHOT))
 		return 0;
 	return k == G_SYNC && !g->o->syncs ? 0 : weights[k];
 }
@@ -1365,6 +1375,8 @@ static void gen_one(struct gen *g)
 
 int wl_generate(const struct wl_gen_opts *o, struct wl_workload *out)
 {
+	if (o->ops > WL_GEN_MAX_OPS)
+		return -EINVAL;
 	struct wl_workload w = { 0 };
 	struct gen g = { .o = o, .s = o->seed, .names = o->names ? o->names : 1, .w = &w };
 	add(&g, "/", E_DIR, 0);

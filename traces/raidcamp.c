@@ -98,6 +98,8 @@ struct run {
 	struct rc_row *row;
 	char *err;
 	size_t errlen;
+	bool dry;             /* the workload on a copy, with no fault (flight_writes) */
+	uint64_t disk0_writes; /* write requests the workload makes to disk 0 */
 };
 
 static int failf(struct run *r, int e, const char *fmt, ...)
@@ -233,12 +235,18 @@ static int workload(struct run *r)
 	int e = mount(r, false, false, &fs);
 	if (e)
 		return failf(r, -e, "mount after mkfs failed");
-	if (r->sc == SC_FLIP_FLIGHT || r->sc == SC_LOST_WRITE || r->sc == SC_MISDIRECT) {
+	if (!r->dry && (r->sc == SC_FLIP_FLIGHT || r->sc == SC_LOST_WRITE || r->sc == SC_MISDIRECT)) {
+		/* Each write to disk 0 hit with probability 5%, and one seeded
+		 * write of them for certain (a workload may make few). */
 		struct sim_fault f = { .disk = 0, .sector = SIM_ANY_SECTOR, .probability = 0.05, .bits = 1 };
 		f.kind = r->sc == SC_FLIP_FLIGHT ? SIM_FAULT_FLIP_ON_WRITE
 			 : r->sc == SC_LOST_WRITE ? SIM_FAULT_LOST_WRITE
 						  : SIM_FAULT_MISDIRECT;
-		if ((e = sim_fault_add(r->vol, &f)))
+		struct sim_fault one = f;
+		one.probability = 1;
+		one.count = 1;
+		one.skip = (uint32_t)(next(&r->rng) % (r->disk0_writes ? r->disk0_writes : 1));
+		if ((e = sim_fault_add(r->vol, &f)) || (r->disk0_writes && (e = sim_fault_add(r->vol, &one))))
 			return failf(r, -e, "fault: %s", sim_volume_error(r->vol));
 	}
 	unsigned half = r->nfiles / 2;
@@ -252,9 +260,12 @@ static int workload(struct run *r)
 		ref_umount(fs);
 		return failf(r, -e, "workload: %s", ref_error(fs));
 	}
-	if (r->sc == SC_DISK_LOST_IN_COMMIT) { /* disk 0 vanishes a few requests into the commit */
+	if (!r->dry && r->sc == SC_DISK_LOST_IN_COMMIT) {
+		/* Disk 0 vanishes at one of its first three requests of the
+		 * unmount's commit (every commit flushes it and writes its two
+		 * superblocks at least). */
 		struct sim_fault f = { .kind = SIM_FAULT_DEVICE_LOSS, .disk = 0, .sector = SIM_ANY_SECTOR,
-				       .after_seq = sim_volume_next_seq(r->vol) + 4 + next(&r->rng) % 8,
+				       .after_seq = sim_volume_next_seq(r->vol), .skip = (uint32_t)(next(&r->rng) % 3),
 				       .probability = 1, .count = 1 };
 		if ((e = sim_fault_add(r->vol, &f)))
 			return failf(r, -e, "fault: %s", sim_volume_error(r->vol));
@@ -268,39 +279,95 @@ static int workload(struct run *r)
 	return 0;
 }
 
-/* A full balance (every block group relocated) and its unmount: how many
- * requests they make, on a copy of the volume (0 when it cannot tell). */
-static uint64_t balance_requests(struct run *r)
+/* The workload on a copy of the volume, with no fault: how many write
+ * requests it makes to disk 0 (r->disk0_writes), so that a fault in flight
+ * can pick one of them for certain. */
+static void count_disk0_writes(struct run *r)
+{
+	sim_volume *keep = r->vol, *copy;
+	r->disk0_writes = 0;
+	if (sim_volume_clone(keep, &copy))
+		return;
+	bool *acked = calloc(r->nfiles, sizeof(*acked));
+	if (!acked) {
+		sim_volume_close(copy);
+		return;
+	}
+	for (unsigned i = 0; i < r->nfiles; i++)
+		acked[i] = r->files[i].acked;
+	struct rc_row row = *r->row;
+	size_t before = 0, n = 0;
+	sim_volume_log(copy, &before);
+	r->vol = copy;
+	r->dry = true;
+	int e = workload(r);
+	r->dry = false;
+	r->vol = keep;
+	*r->row = row;
+	for (unsigned i = 0; i < r->nfiles; i++)
+		r->files[i].acked = acked[i];
+	free(acked);
+	const struct sim_io *log = sim_volume_log(copy, &n);
+	for (size_t i = before; !e && i < n; i++)
+		r->disk0_writes += log[i].disk == 0 &&
+				   (log[i].kind == SIM_IO_WRITE || log[i].kind == SIM_IO_WRITE_FUA);
+	sim_volume_close(copy);
+}
+
+/* A full balance (every block group relocated) and its unmount, on a copy of
+ * the volume: *offset is a seeded one of the requests they make to disk 0,
+ * counted from the volume's next request.  false when they make none (a
+ * balance that never touches disk 0, as on a single-profile volume whose
+ * chunks lie elsewhere, cannot lose it "during" the balance). */
+static bool balance_disk0_request(struct run *r, uint64_t *offset)
 {
 	sim_volume *keep = r->vol, *copy;
 	if (sim_volume_clone(keep, &copy))
-		return 0;
+		return false;
 	r->vol = copy;
 	ref_fs *fs;
-	uint64_t n = 0, from = sim_volume_next_seq(copy);
+	uint64_t from = sim_volume_next_seq(copy), hits = 0;
+	size_t before = 0, n = 0;
+	sim_volume_log(copy, &before);
 	if (!mount(r, false, false, &fs)) {
 		struct ref_balance b = { .flags = BTRFS_BALANCE_TYPE_MASK };
 		struct ref_balance_stats st;
 		ref_balance(fs, &b, &st);
 		ref_umount(fs);
-		n = sim_volume_next_seq(copy) - from;
+	}
+	const struct sim_io *log = sim_volume_log(copy, &n);
+	for (size_t i = before; i < n; i++)
+		hits += log[i].disk == 0 && log[i].kind != SIM_IO_FAULT && log[i].kind != SIM_IO_CRASH;
+	uint64_t pick = hits ? next(&r->rng) % hits : 0;
+	bool found = false;
+	for (size_t i = before; i < n && !found; i++) {
+		if (log[i].disk != 0 || log[i].kind == SIM_IO_FAULT || log[i].kind == SIM_IO_CRASH)
+			continue;
+		if (pick-- == 0) {
+			*offset = log[i].seq - from;
+			found = true;
+		}
 	}
 	r->vol = keep;
 	sim_volume_close(copy);
-	return n;
+	return found;
 }
 
 /* A full balance (every block group relocated) during which disk 0
- * vanishes, at a seeded request of those the balance makes. */
+ * vanishes, at a seeded one of the requests the balance makes to it. */
 static int lost_in_balance(struct run *r)
 {
-	uint64_t span = balance_requests(r);
+	uint64_t offset;
+	if (!balance_disk0_request(r, &offset)) {
+		r->row->not_injected = "the balance makes no request to disk 0";
+		return 0;
+	}
 	ref_fs *fs;
 	int e = mount(r, false, false, &fs);
 	if (e)
 		return failf(r, -e, "mount before the balance failed");
 	struct sim_fault f = { .kind = SIM_FAULT_DEVICE_LOSS, .disk = 0, .sector = SIM_ANY_SECTOR,
-			       .after_seq = sim_volume_next_seq(r->vol) + next(&r->rng) % (span ? span : 1),
+			       .after_seq = sim_volume_next_seq(r->vol) + offset,
 			       .probability = 1, .count = 1 };
 	if ((e = sim_fault_add(r->vol, &f))) {
 		ref_umount(fs);
@@ -312,6 +379,8 @@ static int lost_in_balance(struct run *r)
 	ref_umount(fs);
 	sim_fault_clear(r->vol);
 	r->row->injected += disk_faults(r);
+	if (!r->row->injected)
+		r->row->not_injected = "the balance ended before its request to disk 0";
 	return 0;
 }
 
@@ -354,7 +423,9 @@ static void verdict(struct run *r)
 	for (unsigned i = 0; i < r->nfiles; i++)
 		row->files += r->files[i].acked;
 	if (mount(r, true, false, &fs)) {
+		/* The refusal to mount is how the loss is reported: detected. */
 		row->lost = row->files;
+		row->detected++;
 		return;
 	}
 	row->mounted = true;
@@ -434,8 +505,15 @@ static int run_one(const struct rc_opts *o, int prof, unsigned n, int sc, struct
 	}
 	if (!r.files || !r.files[r.nfiles - 1].data)
 		e = -ENOMEM;
-	if (!e && !(e = workload(&r)) && !(e = after(&r)))
+	if (!e && (sc == SC_FLIP_FLIGHT || sc == SC_LOST_WRITE || sc == SC_MISDIRECT))
+		count_disk0_writes(&r);
+	if (!e && !(e = workload(&r)) && !(e = after(&r))) {
+		if (!row->injected && !row->not_injected)
+			row->not_injected = sc == SC_FLIP_REST || sc == SC_LATENT
+						    ? "disk 0 holds none of the files' data nor the fs tree's root"
+						    : "the workload makes no write request to disk 0";
 		verdict(&r);
+	}
 	for (unsigned i = 0; r.files && i < r.nfiles; i++)
 		free(r.files[i].data);
 	free(r.files);
@@ -468,12 +546,16 @@ int rc_run(const struct rc_opts *o, struct rc_row **rows, size_t *nrows, char *e
 				if (e)
 					return e;
 				(*nrows)++;
+				char why[96];
 				if (o->progress)
-					fprintf(o->progress, "%-8s %u disks  %-22s injected %llu detected %llu repaired %llu lost %llu wrong %llu%s\n",
+					fprintf(o->progress, "%-8s %u disks  %-22s injected %llu detected %llu repaired %llu lost %llu wrong %llu%s%s\n",
 						profiles[p].name, n, scenarios[sc], (unsigned long long)row->injected,
 						(unsigned long long)row->detected, (unsigned long long)row->repaired,
 						(unsigned long long)row->lost, (unsigned long long)row->wrong,
-						rc_row_failed(row) ? "  FAILED" : "");
+						rc_row_failed(row) || row->not_injected ? "  " : "",
+						rc_row_failed(row) || row->not_injected
+							? rc_row_verdict(row, why, sizeof(why))
+							: "");
 			}
 		}
 	}
@@ -485,16 +567,33 @@ bool rc_row_failed(const struct rc_row *r)
 	return r->wrong || (r->within && (r->lost || !r->mounted));
 }
 
+const char *rc_row_verdict(const struct rc_row *r, char *buf, size_t len)
+{
+	if (rc_row_failed(r))
+		snprintf(buf, len, "FAILED");
+	else if (r->not_injected)
+		snprintf(buf, len, "not injected: %s", r->not_injected);
+	else if (!r->mounted)
+		snprintf(buf, len, "lost, mount refused");
+	else if (r->lost)
+		snprintf(buf, len, r->detected ? "lost, detected" : "lost, reads failed with EIO");
+	else
+		snprintf(buf, len, "ok");
+	return buf;
+}
+
 void rc_report(FILE *out, const struct rc_opts *o, const struct rc_row *rows, size_t nrows)
 {
-	size_t failed = 0;
-	for (size_t i = 0; i < nrows; i++)
+	size_t failed = 0, skipped = 0;
+	for (size_t i = 0; i < nrows; i++) {
 		failed += rc_row_failed(&rows[i]);
+		skipped += !rc_row_failed(&rows[i]) && rows[i].not_injected;
+	}
 	fprintf(out, "# RAID fault campaign\n\n");
-	fprintf(out, "Seed %llu; %u files per run (1 byte to 2 MiB, half made durable by a sync, the rest by the unmount); %zu runs, %zu failed.\n\n",
-		(unsigned long long)o->seed, o->files, nrows, failed);
+	fprintf(out, "Seed %llu; %u files per run (1 byte to 2 MiB, half made durable by a sync, the rest by the unmount); %zu runs, %zu failed, %zu whose fault could not be injected (neither passed nor failed: the verdict says why).\n\n",
+		(unsigned long long)o->seed, o->files, nrows, failed, skipped);
 	fprintf(out, "Each run: a new volume (`mkfs -d P -m P`), the workload, the fault, then every acknowledged file read back (mounted degraded when a disk is gone) and a scrub that mends. "
-		     "*injected*: fault events that acted on the disks (a flipped bit, a latent sector, a lost or misdirected write request, a disk lost); *detected*: what the devices' error counters hold after the reads and the scrub (read, write and flush errors of requests, corrupted sectors), the parity and superblock sectors the scrub found wrong, and the devices found missing; *repaired*: sectors rewritten by read repair and the scrub; *lost*: acknowledged files unreadable (EIO, or the volume not mountable); *wrong*: files read back with wrong bytes. "
+		     "*injected*: fault events that acted on the disks (a flipped bit, a latent sector, a lost or misdirected write request, a disk lost); *detected*: what the devices' error counters hold after the reads and the scrub (read, write and flush errors of requests, corrupted sectors), the parity and superblock sectors the scrub found wrong, the devices found missing, and a mount refused (1); *repaired*: sectors rewritten by read repair and the scrub; *lost*: acknowledged files unreadable (EIO, or the volume not mountable); *wrong*: files read back with wrong bytes. "
 		     "*within*: the fault stays within what the profile tolerates (then nothing may be lost); *wrong* must be 0 everywhere. "
 		     "Faults in flight and at rest act on disk 0; disks lost are the first ones (as many as the profile tolerates, at least one).\n");
 	for (int p = 0; p < NPROFILES; p++) {
@@ -509,12 +608,14 @@ void rc_report(FILE *out, const struct rc_opts *o, const struct rc_row *rows, si
 			const struct rc_row *r = &rows[i];
 			if (r->profile != p)
 				continue;
-			fprintf(out, "| %u | %s | %s | %llu | %llu | %llu | %llu of %llu%s | %llu | %s |\n", r->disks,
+			char v[128];
+			fprintf(out, "| %u | %s | %s | %llu | %llu | %llu | %llu of %llu%s | %llu | %s%s%s |\n", r->disks,
 				scenarios[r->scenario], r->within ? "yes" : "no", (unsigned long long)r->injected,
 				(unsigned long long)r->detected, (unsigned long long)r->repaired,
 				(unsigned long long)r->lost, (unsigned long long)r->files,
 				r->mounted ? "" : " (no mount)", (unsigned long long)r->wrong,
-				rc_row_failed(r) ? "**FAILED**" : r->lost ? "lost, detected" : "ok");
+				rc_row_failed(r) ? "**" : "", rc_row_verdict(r, v, sizeof(v)),
+				rc_row_failed(r) ? "**" : "");
 		}
 	}
 }

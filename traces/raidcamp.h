@@ -38,6 +38,9 @@ struct rc_row {
 	uint64_t files;       /* acknowledged files checked */
 	uint64_t lost;        /* of them unreadable (EIO, or the volume unmountable) */
 	uint64_t wrong;       /* of them read back with wrong bytes */
+	/* Why the fault never acted (NULL: it did, injected > 0): such a run
+	 * is neither passed nor failed, and the report says why. */
+	const char *not_injected;
 };
 
 const char *rc_profile_name(int i);
@@ -53,6 +56,9 @@ int rc_profile_lookup(const char *name);
 int rc_run(const struct rc_opts *o, struct rc_row **rows, size_t *nrows, char *err, size_t errlen);
 /* Whether a row breaks the promise: wrong bytes, or a loss within redundancy. */
 bool rc_row_failed(const struct rc_row *r);
+/* The row's verdict in words: "FAILED", "not injected: WHY", "lost, mount
+ * refused", "lost, detected", "ok". */
+const char *rc_row_verdict(const struct rc_row *r, char *buf, size_t len);
 /* The report: a table per profile, in Markdown. */
 void rc_report(FILE *out, const struct rc_opts *o, const struct rc_row *rows, size_t nrows);
 

@@ -98,12 +98,16 @@ static int on_state(void *ctx, const struct explore_state *st)
 	return r;
 }
 
-int replay_verify(struct store *s, int64_t id, FILE *out,
+int replay_verify(struct store *s, int64_t id, const char *build, FILE *out,
 		  char *err, size_t errlen)
 {
 	struct store_run_row row;
 	if (store_load_run(s, id, &row, err, errlen))
 		return -1;
+	bool other_build = build && row.build && strcmp(build, row.build);
+	if (other_build)
+		fprintf(out, "run %lld was recorded by another build (%s); this is %s\n", (long long)id,
+			row.build, build);
 	struct wl_workload w = { 0 };
 	struct cmp c = { .s = s, .id = id, .mkfs_ios = row.mkfs_ios };
 	int *results = NULL;
@@ -144,6 +148,11 @@ int replay_verify(struct store *s, int64_t id, FILE *out,
 		ret = 0;
 	}
 out:
+	if (ret == 1 && other_build) {
+		size_t len = strlen(err);
+		snprintf(err + len, errlen - len, " (the builds differ: recorded by %s, replayed by %s)",
+			 row.build, build);
+	}
 	fault_plan_free(plan);
 	store_log_free(log, c.nlog);
 	free(results);

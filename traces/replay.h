@@ -17,9 +17,11 @@
  * sector, length, epoch, status, fault, and the XXH3 of its data), and every
  * crash state's point, picks and verdict.  Returns 0 when all are the same
  * (a summary on out), 1 at the first divergence (described in err), or -1
- * when the run cannot be replayed (err says why).
+ * when the run cannot be replayed (err says why).  `build` is this build's
+ * string as runs record it: when the run's differs (a mutant's run replayed by
+ * the real build, say), a line on out says so, and a divergence names both.
  */
-int replay_verify(struct store *s, int64_t id, FILE *out,
+int replay_verify(struct store *s, int64_t id, const char *build, FILE *out,
 		  char *err, size_t errlen);
 
 /*

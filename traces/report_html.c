@@ -192,9 +192,18 @@ static const char *const schema_probe[] = {
 	"SELECT id, harness, at, elapsed, execs, execs_per_sec, corpus, crashes, hangs FROM fuzz_stats",
 };
 
+/* Opened for reading and writing when the file allows it, though only read:
+ * the last connection to close then checkpoints and removes the -wal and
+ * -shm files, which a read-only connection would leave beside the database. */
 static int open_ro(struct rh *r, const char *path)
 {
 	r->st.path = (char *)path;
+	if (store_not_a_file(path, r->err, r->errlen))
+		return -1;
+	if (sqlite3_open_v2(path, &r->st.db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK)
+		goto opened;
+	sqlite3_close(r->st.db);
+	r->st.db = NULL;
 	if (sqlite3_open_v2(path, &r->st.db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
 		if (r->st.db)
 			seterr(r, "%s: cannot open: %s", path, sqlite3_errmsg(r->st.db));
@@ -202,6 +211,7 @@ static int open_ro(struct rh *r, const char *path)
 			seterr(r, "%s: out of memory", path);
 		return -1;
 	}
+opened:
 	sqlite3_extended_result_codes(r->st.db, 1);
 	sqlite3_busy_timeout(r->st.db, 10000);
 	return 0;

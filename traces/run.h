@@ -54,6 +54,11 @@ int wl_run(const struct wl_workload *w, wl_exec_fn exec, void *target,
 
 /* ref: target is a ref_fs * mounted with ref_mount. */
 int wl_exec_ref(void *fs, const struct wl_op *op, char *err, size_t errlen);
+/* The same; a write that fails part-way sets *written to the bytes from
+ * op->off that are in the file all the same (0 for other operations): the
+ * oracle's model takes those, not "nothing changed". */
+int wl_exec_ref_partial(void *fs, const struct wl_op *op, uint64_t *written, char *err,
+			size_t errlen);
 
 /* host: target is a struct wl_host opened with wl_host_open. */
 struct wl_host {
@@ -65,6 +70,10 @@ void wl_host_close(struct wl_host *h);
 int wl_exec_host(void *host, const struct wl_op *op, char *err, size_t errlen);
 
 /* ---- Random workloads ---- */
+
+/* The most operations one workload may have (each is held in memory until
+ * printed: about 300 MB at this bound). */
+#define WL_GEN_MAX_OPS 1000000u
 
 struct wl_gen_opts {
 	uint64_t seed;
@@ -86,5 +95,6 @@ void wl_gen_defaults(struct wl_gen_opts *o);
 /* A random workload, a pure function of opts: no expectations (every op
  * "= 0"), to be annotated by a run on the host.  0 or -ENOMEM. */
 int wl_generate(const struct wl_gen_opts *o, struct wl_workload *out);
+/* (opts.ops above WL_GEN_MAX_OPS is -EINVAL.) */
 
 #endif

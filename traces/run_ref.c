@@ -13,8 +13,11 @@
 
 #define WRITE_CHUNK (UINT64_C(64) << 20)
 
-/* A write of generated data, in chunks (each chunk one atomic ref_write). */
-static int write_data(ref_fs *fs, const struct wl_op *op)
+/* A write of generated data, in chunks (each chunk one atomic ref_write).
+ * *written: the bytes of the chunks that went in before a failing one (a
+ * write that fails part-way leaves them in the file, as a short write(2)
+ * followed by a failing one leaves them on Linux). */
+static int write_data(ref_fs *fs, const struct wl_op *op, uint64_t *written)
 {
 	size_t chunk = op->len < WRITE_CHUNK ? (size_t)op->len : (size_t)WRITE_CHUNK;
 	uint8_t *buf = malloc(chunk ? chunk : 1);
@@ -27,20 +30,30 @@ static int write_data(ref_fs *fs, const struct wl_op *op)
 		wl_content(op->seed, op->off + done, buf, n);
 		ssize_t w = ref_write(fs, op->path, buf, n, op->off + done);
 		r = w < 0 ? (int)w : 0;
-		done += n;
+		if (!r)
+			done += n;
 	} while (!r && done < op->len);
 	free(buf);
+	*written = done;
 	return r;
 }
 
 int wl_exec_ref(void *target, const struct wl_op *op, char *err, size_t errlen)
 {
+	uint64_t written;
+	return wl_exec_ref_partial(target, op, &written, err, errlen);
+}
+
+int wl_exec_ref_partial(void *target, const struct wl_op *op, uint64_t *written, char *err,
+			size_t errlen)
+{
 	ref_fs *fs = target;
 	int r;
+	*written = 0;
 	switch (op->kind) {
 	case WL_MKDIR: r = ref_mkdir(fs, op->path, op->mode); break;
 	case WL_CREATE: r = ref_create(fs, op->path, op->mode); break;
-	case WL_WRITE: r = write_data(fs, op); break;
+	case WL_WRITE: r = write_data(fs, op, written); break;
 	case WL_TRUNCATE: r = ref_truncate(fs, op->path, op->size); break;
 	case WL_FALLOCATE: r = ref_fallocate(fs, op->path, op->flags, op->off, op->len); break;
 	case WL_LINK: r = ref_link(fs, op->path, op->path2); break;

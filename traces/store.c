@@ -237,10 +237,23 @@ fail:
 	return -1;
 }
 
+int store_not_a_file(const char *path, char *err, size_t errlen)
+{
+	struct stat sb;
+	if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+		store_seterr(err, errlen, "%s: is a directory, not a trace database (give --db FILE)",
+			     path);
+		return -1;
+	}
+	return 0;
+}
+
 static int open_store(const char *path, int create, struct store **out, char *err,
 		      size_t errlen)
 {
 	*out = NULL;
+	if (store_not_a_file(path, err, errlen))
+		return -1;
 	struct stat sb;
 	if (!create && stat(path, &sb) && errno == ENOENT) {
 		store_seterr(err, errlen, "%s: no such trace database", path);
@@ -373,21 +386,21 @@ int store_list_runs(struct store *s, int64_t campaign_id, FILE *out, char *err, 
 {
 	sqlite3_stmt *st = NULL;
 	if (store_prep(s,
-		 "SELECT r.id, r.kind, r.started, substr(w.hash, 1, 12), r.ops,"
+		 "SELECT r.id, r.kind, r.started, coalesce(r.name, '-'), substr(w.hash, 1, 12), r.ops,"
 		 " (SELECT count(*) FROM io WHERE io.run_id = r.id), r.states, r.violations"
 		 " FROM runs r LEFT JOIN workloads w ON w.id = r.workload_id"
 		 " WHERE ?1 = 0 OR r.campaign_id = ?1 ORDER BY r.id",
 		 &st, err, errlen))
 		return -1;
 	sqlite3_bind_int64(st, 1, campaign_id);
-	fprintf(out, "%-6s %-8s %-20s %-12s %6s %8s %10s %10s\n", "ID", "KIND", "STARTED",
-		"WORKLOAD", "OPS", "IOS", "STATES", "VIOLATIONS");
+	fprintf(out, "%-6s %-8s %-20s %-14s %-12s %6s %8s %10s %10s\n", "ID", "KIND", "STARTED",
+		"WORKLOAD", "HASH", "OPS", "IOS", "STATES", "VIOLATIONS");
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		fprintf(out, "%-6lld %-8s %-20s %-12s %6s %8s %10s %10s\n",
+		fprintf(out, "%-6lld %-8s %-20s %-14s %-12s %6s %8s %10s %10s\n",
 			(long long)sqlite3_column_int64(st, 0), col_text(st, 1), col_text(st, 2),
 			col_text(st, 3), col_text(st, 4), col_text(st, 5), col_text(st, 6),
-			col_text(st, 7));
+			col_text(st, 7), col_text(st, 8));
 	if (rc != SQLITE_DONE) {
 		store_db_err(s, "list runs", err, errlen);
 		sqlite3_finalize(st);

@@ -80,6 +80,7 @@ int store_campaign_end(struct store *s, int64_t id, size_t workloads, size_t sta
 struct store_run_row {
 	int64_t id;
 	char *kind, *workload, *faults; /* faults NULL when none */
+	char *build;                    /* the build that recorded it (NULL: not stored) */
 	struct explore_opts o;          /* sink, log and faults left NULL */
 	size_t mkfs_ios, ops, states, violations;
 	int status;
@@ -103,7 +104,8 @@ int store_load_state(struct store *s, int64_t id, size_t k, size_t *point, char 
 		     char verdict[16], char *err, size_t errlen);
 
 /* Prints the violations (of one run, or all when run_id is 0): id, run,
- * state, verdict, description, and with `full` the reproducer. */
+ * state, verdict, description, and with `full` the reproducer; "no violations"
+ * (in run N) when there is none. */
 int store_list_violations(struct store *s, int64_t run_id, bool full, FILE *out, char *err,
 			  size_t errlen);
 /* Prints violation id's reproducer, a workload file, to out. */

@@ -16,6 +16,8 @@ struct store {
 	char *path;
 };
 
+/* -1 with "PATH: is a directory, ..." in err when path is a directory; else 0. */
+int store_not_a_file(const char *path, char *err, size_t errlen);
 __attribute__((format(printf, 3, 4)))
 void store_seterr(char *err, size_t errlen, const char *fmt, ...);
 /* "PATH: what failed: SQLite's message", with a plainer word for the usual causes. */

@@ -23,6 +23,7 @@ void store_run_row_free(struct store_run_row *r)
 	free(r->kind);
 	free(r->workload);
 	free(r->faults);
+	free(r->build);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -34,7 +35,7 @@ int store_load_run(struct store *s, int64_t id, struct store_run_row *out, char 
 	if (store_prep(s,
 		       "SELECT r.kind, w.text, r.faults, r.seed, r.ndisks, r.disk_size, r.nodesize,"
 		       " r.data_profile, r.meta_profile, r.max_subset, r.samples, r.torn, r.mkfs_ios,"
-		       " r.ops, r.states, r.violations, r.status, r.skip_ops"
+		       " r.ops, r.states, r.violations, r.status, r.skip_ops, r.build"
 		       " FROM runs r JOIN workloads w ON w.id = r.workload_id WHERE r.id = ?1",
 		       &st, err, errlen))
 		return -1;
@@ -71,6 +72,7 @@ int store_load_run(struct store *s, int64_t id, struct store_run_row *out, char 
 		out->violations = (size_t)sqlite3_column_int64(st, 15);
 		out->status = sqlite3_column_int(st, 16);
 		out->o.skip_ops = (size_t)sqlite3_column_int64(st, 17);
+		out->build = dup_col(st, 18);
 		if (!out->kind || !out->workload) {
 			store_seterr(err, errlen, "%s: out of memory", s->path);
 			store_run_row_free(out);
@@ -299,7 +301,9 @@ int store_list_violations(struct store *s, int64_t run_id, bool full, FILE *out,
 		return -1;
 	sqlite3_bind_int64(st, 1, run_id);
 	int rc;
+	size_t shown = 0;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		shown++;
 		const char *verdict = (const char *)sqlite3_column_text(st, 3);
 		fprintf(out, "violation %lld: run %lld, crash state %s, %s: %s\n",
 			(long long)sqlite3_column_int64(st, 0), (long long)sqlite3_column_int64(st, 1),
@@ -314,6 +318,10 @@ int store_list_violations(struct store *s, int64_t run_id, bool full, FILE *out,
 		store_db_err(s, "list violations", err, errlen);
 		return -1;
 	}
+	if (!shown && run_id)
+		fprintf(out, "no violations in run %lld\n", (long long)run_id);
+	else if (!shown)
+		fprintf(out, "no violations\n");
 	return 0;
 }
 

@@ -37,6 +37,7 @@ fi
 
 run campaign-runs 0 "$BTRSIM" runs --db "$db" --campaign 1
 [ "$(wc -l <"$OUT")" -eq 199 ] || fail "not a header and 198 runs"
+out_has '^[0-9]+ +explore +[0-9T:Z-]+ +seq-1/27 +[0-9a-f]{12} '
 done_check
 
 # Shards partition the enumeration.

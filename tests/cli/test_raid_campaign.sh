@@ -24,12 +24,18 @@ run small 0 "$BTRSIM" raid-campaign --seed 7 --disks 2,4 --profiles single,raid1
 out_has '^seed 7$'
 out_has '^raid5 +4 disks +disk replaced +injected 1 '
 out_has '^raid5 +4 disks +disk lost in a balance +injected 1 detected [1-9][0-9]* repaired [0-9]+ lost 0 wrong 0$'
-out_has '^54 runs, 0 failed; report in '
+out_has '^54 runs, 0 failed, [0-9]+ not injected; report in '
 for h in '## single' '## raid1' '## raid5'; do grep -q "^$h\$" "$T/a.md" || fail "no table '$h'"; done
 grep -q '^| 4 | disks lost | yes | 1 | 1 | 0 | 0 of ' "$T/a.md" || fail "raid5 on 4 disks: $(grep 'disks lost' "$T/a.md" | tr '\n' '|')"
-grep -q '^| 2 | disks lost | no | 1 | 0 | 0 | 6 of 6 (no mount) | 0 | lost, detected |$' "$T/a.md" ||
+grep -q '^| 2 | disks lost | no | 1 | 1 | 0 | 6 of 6 (no mount) | 0 | lost, mount refused |$' "$T/a.md" ||
 	fail "single: $(grep 'disks lost' "$T/a.md" | head -1)"
 awk -F'|' 'NF > 9 && $9 ~ /[0-9]/ && $9 + 0 != 0' "$T/a.md" | grep -q . && fail "wrong data in the report"
+# The report never contradicts itself: a fault never injected is no pass (its
+# verdict says why), a loss "detected" was detected (issue 18).
+bad=$(awk -F'|' 'NF > 9 && $5 ~ /^ [0-9]+ $/ && (($5 + 0 == 0 && $10 !~ /not injected: /) ||
+	($6 + 0 == 0 && $10 ~ /detected/) || ($5 + 0 > 0 && $10 ~ /not injected/))' "$T/a.md")
+[ -z "$bad" ] || fail "contradictory rows: $(echo "$bad" | head -3 | tr '\n' ' ')"
+grep -q 'not injected: disk 0 holds none of' "$T/a.md" || fail "no run says why its fault was not injected"
 done_check
 run same-seed 0 "$BTRSIM" raid-campaign --seed 7 --disks 2,4 --profiles single,raid1,raid5 --files 6 \
 	--report "$T/b.md" --quiet

@@ -22,11 +22,11 @@ out_has "^recorded as run 2 in $db\$"
 done_check
 
 run store-runs 0 "$BTRSIM" runs --db "$db"
-out_has '^ID +KIND +STARTED +WORKLOAD +OPS +IOS +STATES +VIOLATIONS$'
-out_has '^1 +explore +[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z +[0-9a-f]{12} +5 +[0-9]+ +[0-9]+ +0$'
+out_has '^ID +KIND +STARTED +WORKLOAD +HASH +OPS +IOS +STATES +VIOLATIONS$'
+out_has "^1 +explore +[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z +$T/w.wl +[0-9a-f]{12} +5 +[0-9]+ +[0-9]+ +0\$"
 out_has '^2 +explore '
 [ "$(wc -l <"$OUT")" -eq 3 ] || fail "not a header and 2 runs: $(cat "$OUT" | tr '\n' '|')"
-hashes=$(awk 'NR > 1 { print $4 }' "$OUT" | sort -u | wc -l)
+hashes=$(awk 'NR > 1 { print $5 }' "$OUT" | sort -u | wc -l)
 [ "$hashes" -eq 1 ] || fail "the two runs have $hashes workload hashes"
 done_check
 
@@ -71,7 +71,7 @@ INSERT INTO runs VALUES (1, 'explore', 1, 'v0', 'max-subset=10', 1, '2026-01-01T
 PRAGMA user_version = 1;
 SQL
 	run store-migrate-v1 0 "$BTRSIM" runs --db "$T/v1.db"
-	out_has '^1 +explore +2026-01-01T00:00:00Z +abcdef012345 +1 +0 +3 +0$'
+	out_has '^1 +explore +2026-01-01T00:00:00Z +- +abcdef012345 +1 +0 +3 +0$'
 	done_check
 	run store-migrated-version 0 sq "$T/v1.db" 'PRAGMA user_version; SELECT count(*) FROM crash_states'
 	out_has '^3$'

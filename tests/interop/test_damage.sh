@@ -67,7 +67,7 @@ root=$(btrfs inspect-internal dump-super "$img" | awk '$1 == "root" { print $2 }
 flip "$img" $(($(physical "$img" "$root" 0) + 200))
 flip "$img" $(($(physical "$img" "$root" 1) + 200))
 run damage-root-refused 1 "$BTRSIM" ls "$img" /
-err_has "^btrsim ls: root tree unreadable: tree block $root: checksum mismatch \\(usebackuproot would try the backup roots\\)$"
+err_has "^btrsim ls: $img: root tree unreadable: tree block $root: checksum mismatch \\(usebackuproot would try the backup roots\\)$"
 err_lines 1
 out_empty
 done_check
