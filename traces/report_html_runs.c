@@ -428,10 +428,36 @@ static int epoch_plot(struct rh *r, struct epochs *e)
 	if (rh_bar_chart(r, "verdicts-per-epoch.svg", &b, true,
 			 "stacked bars: crash states per flush epoch of the crash point, by verdict"))
 		goto out;
-	fputs("<p class=\"note\">The epoch of a crash state is the flush epoch (<code>io.epoch</code>) of "
-	      "the request at its crash point: the first request that did not happen. "
-	      "<code>end</code>: the crash after the last request.</p>\n",
-	      r->f);
+	/* The same as shares of each bar: a verdict of a few percent (detected,
+	 * say) is a thin sliver on the count chart, a visible band here. */
+	for (size_t c = 0; c < ntot; c++) {
+		double sum = 0;
+		for (size_t k = 0; k < nv; k++)
+			sum += v[c * nv + k];
+		for (size_t k = 0; sum > 0 && k < nv; k++)
+			v[c * nv + k] = 100.0 * v[c * nv + k] / sum;
+	}
+	b.title = "Share of each verdict per flush epoch";
+	b.ylabel = "share of the epoch's crash states";
+	b.percent = true;
+	b.max = 100;
+	if (rh_bar_chart(r, "verdict-shares-per-epoch.svg", &b, true,
+			 "stacked bars of 100%: the share of each verdict among the crash states of each flush epoch"))
+		goto out;
+	int64_t lowest = -1;
+	for (size_t i = 0; i < e->n; i++)
+		if (e->rows[i].epoch >= 0 && (lowest < 0 || e->rows[i].epoch < lowest))
+			lowest = e->rows[i].epoch;
+	fprintf(r->f, "<p class=\"note\">The epoch of a crash state is the flush epoch (<code>io.epoch</code>) of "
+		"the request at its crash point: the first request that did not happen. "
+		"<code>end</code>: the crash after the last request. The second chart shows each "
+		"epoch's verdicts as shares, so that a small one (<code>detected</code>) is not lost "
+		"beside the others.");
+	if (lowest > 0)
+		fprintf(r->f, " The charts start at epoch %lld: the epochs before it are those of "
+			"mkfs, whose requests are recorded with each run but never cut (crash points "
+			"lie in the workload).", (long long)lowest);
+	fputs("</p>\n", r->f);
 	ret = 0;
 out:
 	if (ret && !r->err[0])

@@ -119,7 +119,7 @@ done_check
 NAME=report-images
 BAD=0
 srcs=$(grep -oE '<(img|object)[^>]* (src|data)="[^"]*"' "$R/index.html" | sed 's/.*"\([^"]*\)"$/\1/')
-[ "$(echo "$srcs" | grep -c .)" -eq 6 ] || fail "expected 6 images, found: $(echo $srcs)"
+[ "$(echo "$srcs" | grep -c .)" -eq 7 ] || fail "expected 7 images, found: $(echo $srcs)"
 for s in $srcs; do
 	case $s in */* | *:*) fail "image $s is not a file beside the page" ;; esac
 	[ -s "$R/$s" ] || fail "image $s does not exist"
@@ -142,6 +142,12 @@ for s in "$R"/*.svg; do
 done
 grep -q '<text[^>]*>Crash states per workload</text>' "$R/states-per-workload.svg" || fail "no plot title"
 grep -q '<rect[^>]* fill="#2ca02c"' "$R/verdicts-per-epoch.svg" || fail "no ok bars per epoch"
+# The verdicts as shares per epoch too (a 3% verdict must show), and why the
+# epochs start where they do (issue 18).
+grep -q '<img[^>]*src="verdict-shares-per-epoch.svg"' "$R/index.html" || fail "no shares chart"
+grep -q '<text[^>]*>100%</text>' "$R/verdict-shares-per-epoch.svg" || fail "the shares chart does not go to 100%"
+grep -q 'The charts start at epoch [1-9][0-9]*: the epochs before it are those of mkfs' "$R/index.html" ||
+	fail "the first epoch is not explained"
 grep -q '<polyline' "$R/fuzz-execs.svg" || fail "no execs/s line"
 grep -q '>image</text>' "$R/fuzz-findings.svg" || fail "no harness in the findings legend"
 done_check
@@ -356,8 +362,8 @@ EOF
 run report-chromium-images 0 chrome --allow-file-access-from-files --virtual-time-budget=20000 \
 	--dump-dom "file://$T/check.html"
 out_has '<pre id="out">checked$'
-out_has '^images 6$'
+out_has '^images 7$'
 out_has '^headings 6$'
 grep -qE '^(FAILED|ERROR) ' "$OUT" && fail "$(grep -m 3 -E '^(FAILED|ERROR) ' "$OUT" | tr '\n' ' ')"
-[ "$(grep -c '^loaded ' "$OUT")" -eq 6 ] || fail "not 6 images loaded"
+[ "$(grep -c '^loaded ' "$OUT")" -eq 7 ] || fail "not 7 images loaded"
 done_check
