@@ -37,7 +37,7 @@ fi
 
 run campaign-runs 0 "$BTRSIM" runs --db "$db" --campaign 1
 [ "$(wc -l <"$OUT")" -eq 199 ] || fail "not a header and 198 runs"
-out_has '^[0-9]+ +explore +[0-9T:Z-]+ +seq-1/27 +[0-9a-f]{12} '
+out_has '^[0-9]+ +campaign +[0-9T:Z-]+ +seq-1/27 +[0-9a-f]{12} '
 done_check
 
 # Shards partition the enumeration.
@@ -106,7 +106,7 @@ for name in skip-flush cow-in-place super-first drop-dirty early-reuse snap-rw q
 done
 
 run campaign-violations-list 0 "$BTRSIM" violations --db "$db"
-out_empty
+out_has '^no violations$'
 done_check
 
 # The subvolume set: every seq-1 workload over a subvolume and its snapshot.
