@@ -81,6 +81,9 @@ FILE *cli_progress_stream(bool quiet);
 /* The build, as the trace store records it with each run: "vVERSION ID MODE",
  * and " mutant NAME" in a deliberately broken build (ref_mutant). */
 const char *cli_build_string(void);
+/* The command line as one string, words joined by spaces, for the trace
+ * store's campaign rows (malloc'd; NULL when out of memory). */
+char *cli_args_text(int argc, char **argv);
 
 /* A non-negative integer, decimal or 0x hex, with an optional K, M, G or T
  * suffix (powers of 1024) when `sizes` is set.  Returns 0 or -1. */

@@ -77,21 +77,6 @@ static int shard_arg(const char *arg, unsigned *i, unsigned *n)
 	return 0;
 }
 
-/* The command line, for the campaign's row. */
-static char *args_text(int argc, char **argv)
-{
-	size_t len = 1;
-	for (int i = 0; i < argc; i++)
-		len += strlen(argv[i]) + 1;
-	char *s = malloc(len), *p = s;
-	if (!s)
-		return NULL;
-	for (int i = 0; i < argc; i++)
-		p += sprintf(p, "%s%s", i ? " " : "", argv[i]);
-	*p = 0;
-	return s;
-}
-
 static int write_report(struct store *s, const char *db, int64_t id, const char *path, char *err,
 			size_t errlen)
 {
@@ -203,7 +188,7 @@ static int cmd_campaign(int argc, char **argv)
 	c.quota = ce.quota;
 	c.ro.faults = ce.faults_text;
 	c.progress = cli_progress_stream(quiet);
-	char *args = args_text(argc, argv);
+	char *args = cli_args_text(argc, argv);
 	c.args = args;
 	if (db && store_open(db, &c.ro.store, err, sizeof(err))) {
 		free(args);

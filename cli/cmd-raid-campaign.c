@@ -2,6 +2,8 @@
  * on 2, 4 and 8 simulated disks (traces/raidcamp.h), with a Markdown report. */
 #include "cli/cli.h"
 #include "traces/raidcamp.h"
+#include "traces/record.h"
+#include "traces/store.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -27,6 +29,9 @@ static const char usage_text[] =
 	"  --files N           files per workload (default 16)\n"
 	"  --report FILE       the Markdown report (default reports/raid-campaign.md;\n"
 	"                      - for standard output)\n"
+	"  --db FILE           also record the campaign and its rows in this trace\n"
+	"                      database (created when missing), where 'btrsim report'\n"
+	"                      shows them\n"
 	"  -q, --quiet         no line per run\n"
 	"  -h, --help          show this help\n"
 	"\n"
@@ -75,8 +80,10 @@ static int cmd_raid_campaign(int argc, char **argv)
 		{ "seed", required_argument, NULL, 's' },  { "disks", required_argument, NULL, 'd' },
 		{ "profiles", required_argument, NULL, 'p' }, { "files", required_argument, NULL, 'f' },
 		{ "report", required_argument, NULL, 'r' }, { "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },           { NULL, 0, NULL, 0 },
+		{ "help", no_argument, NULL, 'h' },           { "db", required_argument, NULL, 'D' },
+		{ NULL, 0, NULL, 0 },
 	};
+	const char *db = NULL;
 	struct rc_opts o = { .seed = 1, .disks = { 2, 4, 8 }, .ndisks = 3, .files = 16, .progress = stdout };
 	const char *report = "reports/raid-campaign.md";
 	uint64_t v;
@@ -104,6 +111,7 @@ static int cmd_raid_campaign(int argc, char **argv)
 			o.files = (unsigned)v;
 			break;
 		case 'r': report = optarg; break;
+		case 'D': db = optarg; break;
 		case 'q': o.progress = NULL; break;
 		case 'h': return cli_help(&cli_cmd_raid_campaign);
 		default:
@@ -112,15 +120,34 @@ static int cmd_raid_campaign(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage_error(&cli_cmd_raid_campaign, "unexpected argument '%s'", argv[optind]);
+	char err[1024] = "";
+	struct store *st = NULL; /* opened first: a store that cannot be used stops the run */
+	if (db && store_open(db, &st, err, sizeof(err)))
+		return cli_fail(&cli_cmd_raid_campaign, "%s", err);
 	cli_print_seed(o.seed);
+	char started[32];
+	record_iso_now(started);
 	struct rc_row *rows;
 	size_t n;
-	char err[256] = "";
 	int r = rc_run(&o, &rows, &n, err, sizeof(err));
+	if (r) {
+		free(rows);
+		store_close(st);
+		return cli_fail(&cli_cmd_raid_campaign, "%s", err);
+	}
+	int64_t id = 0;
+	char *args = st ? cli_args_text(argc, argv) : NULL;
+	r = st ? store_raid_campaign(st, args, cli_build_string(), started, &o, rows, n, &id, err,
+				    sizeof(err))
+	       : 0;
+	free(args);
+	store_close(st);
 	if (r) {
 		free(rows);
 		return cli_fail(&cli_cmd_raid_campaign, "%s", err);
 	}
+	if (db)
+		printf("recorded as RAID campaign %lld in %s\n", (long long)id, db);
 	size_t failed = 0, skipped = 0;
 	for (size_t i = 0; i < n; i++) {
 		failed += rc_row_failed(&rows[i]);

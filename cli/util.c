@@ -37,6 +37,20 @@ int cli_fail(const struct cli_cmd *cmd, const char *fmt, ...)
 	return 1;
 }
 
+char *cli_args_text(int argc, char **argv)
+{
+	size_t len = 1;
+	for (int i = 0; i < argc; i++)
+		len += strlen(argv[i]) + 1;
+	char *s = malloc(len), *p = s;
+	if (!s)
+		return NULL;
+	for (int i = 0; i < argc; i++)
+		p += sprintf(p, "%s%s", i ? " " : "", argv[i]);
+	*p = 0;
+	return s;
+}
+
 const char *cli_build_string(void)
 {
 	static char text[160];

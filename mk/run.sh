@@ -4,7 +4,8 @@
 # the random workloads again with a bit-flip plan (faults/plans/bitflip.plan):
 # all recorded into traces/btrsim.db, with a Markdown report per campaign under
 # reports/; then the RAID fault campaign (every profile on 2, 4 and 8 disks,
-# reports/raid-campaign.md).  Exit 1 when a campaign found a violation.
+# reports/raid-campaign.md, and its rows in the same database for the HTML
+# report).  Exit 1 when a campaign found a violation.
 # Usage: mk/run.sh BTRSIM [SEED]
 set -u
 B=${1:?usage: mk/run.sh BTRSIM [SEED]}
@@ -22,7 +23,7 @@ echo "== campaign: 20 random workloads with the bit-flip plan faults/plans/bitfl
 	--db "$DB" --report reports/campaign-bitflip.md || status=1
 
 echo "== RAID fault campaign: every profile on 2, 4 and 8 disks (seed $SEED)"
-"$B" raid-campaign --seed "$SEED" --quiet --report reports/raid-campaign.md || status=1
+"$B" raid-campaign --seed "$SEED" --quiet --report reports/raid-campaign.md --db "$DB" || status=1
 
 echo "== HTML report of $DB: reports/latest/index.html"
 "$B" report --db "$DB" -o reports/latest || status=1

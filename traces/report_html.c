@@ -190,6 +190,9 @@ static const char *const schema_probe[] = {
 	"SELECT id, harness, found, kind, signal, stack_hash, stack, input, minimized, fixed"
 	" FROM findings",
 	"SELECT id, harness, at, elapsed, execs, execs_per_sec, corpus, crashes, hangs FROM fuzz_stats",
+	"SELECT id, args, seed, build, started, files, runs, failed, not_injected FROM raid_campaigns",
+	"SELECT campaign_id, idx, profile, disks, fault, within, mounted, injected, detected,"
+	" repaired, files, lost, wrong, failed, verdict FROM raid_runs",
 };
 
 /* Opened for reading and writing when the file allows it, though only read:
@@ -198,8 +201,6 @@ static const char *const schema_probe[] = {
 static int open_ro(struct rh *r, const char *path)
 {
 	r->st.path = (char *)path;
-	if (store_not_a_file(path, r->err, r->errlen))
-		return -1;
 	if (sqlite3_open_v2(path, &r->st.db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK)
 		goto opened;
 	sqlite3_close(r->st.db);
@@ -463,6 +464,7 @@ static const struct {
 	{ "violations", "Violations and their reproducers" },
 	{ "fault-points", "Fault points hit" },
 	{ "fuzzing", "Fuzzing" },
+	{ "raid-campaign", "RAID fault campaign" },
 	{ "coverage", "Coverage" },
 };
 
@@ -548,8 +550,8 @@ int report_html(const struct report_html_opts *o, char *err, size_t errlen)
 		goto out;
 	if (make_dir(&r, o->dir) || !(r.f = open_tmp(&r, "index.html")))
 		goto out;
-	int (*const bodies[])(struct rh *) = { rh_summary, rh_states,  rh_violations,
-					       rh_faults,  rh_fuzzing, rh_coverage };
+	int (*const bodies[])(struct rh *) = { rh_summary, rh_states,  rh_violations, rh_faults,
+					       rh_fuzzing, rh_raid,    rh_coverage };
 	if (head(&r))
 		goto out;
 	for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++)

@@ -121,6 +121,7 @@ int rh_states(struct rh *r);
 int rh_violations(struct rh *r);
 int rh_faults(struct rh *r);      /* report_html_more.c */
 int rh_fuzzing(struct rh *r);
+int rh_raid(struct rh *r);        /* report_html_raid.c */
 int rh_coverage(struct rh *r);
 /* Reads the coverage file, if any, before anything is written. */
 int rh_coverage_load(struct rh *r);

@@ -139,6 +139,34 @@ static const char *const migrations[STORE_VERSION] = {
 	"  corpus INTEGER,"            /* AFL++'s corpus_count */
 	"  crashes INTEGER,"           /* saved_crashes */
 	"  hangs INTEGER);",           /* saved_hangs */
+	/* 3 -> 4: RAID fault campaigns (btrsim raid-campaign --db), a row per run. */
+	"CREATE TABLE raid_campaigns ("
+	"  id INTEGER PRIMARY KEY,"
+	"  args TEXT NOT NULL,"        /* the command line, as given */
+	"  seed INTEGER,"
+	"  build TEXT,"
+	"  started TEXT,"              /* ISO-8601 UTC */
+	"  files INTEGER,"             /* files per run's workload */
+	"  runs INTEGER,"
+	"  failed INTEGER,"
+	"  not_injected INTEGER);"
+	"CREATE TABLE raid_runs ("
+	"  campaign_id INTEGER NOT NULL REFERENCES raid_campaigns(id),"
+	"  idx INTEGER NOT NULL,"      /* the run's place in the campaign, from 0 */
+	"  profile TEXT NOT NULL,"     /* single, dup, raid0, ... */
+	"  disks INTEGER NOT NULL,"
+	"  fault TEXT NOT NULL,"       /* the scenario: bit flips at rest, disks lost, ... */
+	"  within INTEGER NOT NULL,"   /* the fault stays within the profile's redundancy */
+	"  mounted INTEGER NOT NULL,"
+	"  injected INTEGER NOT NULL,"
+	"  detected INTEGER NOT NULL,"
+	"  repaired INTEGER NOT NULL,"
+	"  files INTEGER NOT NULL,"    /* acknowledged files checked */
+	"  lost INTEGER NOT NULL,"
+	"  wrong INTEGER NOT NULL,"
+	"  failed INTEGER NOT NULL,"   /* rc_row_failed */
+	"  verdict TEXT NOT NULL,"     /* rc_row_verdict */
+	"  PRIMARY KEY (campaign_id, idx)) WITHOUT ROWID;",
 };
 
 void store_seterr(char *err, size_t errlen, const char *fmt, ...)

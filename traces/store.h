@@ -22,7 +22,7 @@
 #include <stdio.h>
 
 /* The schema version this code writes and understands. */
-#define STORE_VERSION 3
+#define STORE_VERSION 4
 
 struct store;
 
@@ -74,6 +74,16 @@ int store_campaign_begin(struct store *s, const char *args, uint64_t seed, const
 int store_campaign_end(struct store *s, int64_t id, size_t workloads, size_t states,
 		       size_t violations, double seconds, int status, const char *ended, char *err,
 		       size_t errlen);
+
+/* ---- RAID fault campaigns (traces/raidcamp.h) ---- */
+
+struct rc_opts;
+struct rc_row;
+/* Records a finished RAID fault campaign and its n rows in one transaction;
+ * *id (may be NULL) receives its id.  0, or -1 with err. */
+int store_raid_campaign(struct store *s, const char *args, const char *build, const char *started,
+			const struct rc_opts *o, const struct rc_row *rows, size_t n, int64_t *id,
+			char *err, size_t errlen);
 
 /* ---- Reading a run back ---- */
 

@@ -45,3 +45,29 @@ run other-seed 0 "$BTRSIM" raid-campaign --seed 8 --disks 2,4 --profiles single,
 	--report "$T/c.md" --quiet
 cmp -s "$T/a.md" "$T/c.md" && fail "another seed wrote the same report"
 done_check
+
+# --db: the campaign and its rows in the trace store, shown by the HTML report
+# (issue 18: the RAID campaign was missing from it).
+mkdir "$T/dbdir"
+run raid-db-directory 1 "$BTRSIM" raid-campaign --seed 7 --disks 2 --profiles raid1 --files 2 \
+	--quiet --report "$T/d.md" --db "$T/dbdir"
+err_has 'is a directory, not a trace database'
+done_check
+run raid-db 0 "$BTRSIM" raid-campaign --seed 7 --disks 2,4 --profiles single,raid1,raid5 --files 6 \
+	--quiet --report "$T/e.md" --db "$T/r.db"
+out_has "^recorded as RAID campaign 1 in $T/r.db\$"
+done_check
+run raid-db-rows 0 sq "$T/r.db" "SELECT count(*), sum(failed), sum(verdict LIKE 'not injected:%') FROM raid_runs WHERE campaign_id = 1; SELECT runs, failed, seed FROM raid_campaigns"
+out_has '^54\|0\|[0-9]+$'
+out_has '^54\|0\|7$'
+done_check
+run raid-report 0 "$BTRSIM" report --db "$T/r.db" -o "$T/rep"
+grep -q '<h2>6. RAID fault campaign</h2>' "$T/rep/index.html" || fail "no RAID section"
+grep -q 'RAID campaign 1 (the newest of 1), seed 7' "$T/rep/index.html" || fail "no campaign line"
+for p in single raid1 raid5; do grep -q "<h3>$p</h3>" "$T/rep/index.html" || fail "no $p table"; done
+[ "$(grep -c '<td class="n">[0-9]* of [0-9]*' "$T/rep/index.html")" -eq 54 ] || fail "not 54 rows"
+# the same rows as the Markdown report, verdict for verdict
+md=$(grep -c '| lost, mount refused |' "$T/e.md")
+html=$(grep -c '<td>lost, mount refused</td>' "$T/rep/index.html")
+[ "$md" -eq "$html" ] && [ "$md" -gt 0 ] || fail "mount refused: $md rows in Markdown, $html in HTML"
+done_check

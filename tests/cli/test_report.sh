@@ -11,8 +11,8 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 case $BTRSIM in /*) ;; *) BTRSIM="$(pwd)/$BTRSIM" ;; esac
 cd "$T" || exit 1 # no build/coverage/coverage.info here: no coverage unless named
 db="$T/r.db"
-SECTIONS="summary crash-states violations fault-points fuzzing coverage"
-HEADINGS="Campaign summary|Crash states per workload and per epoch|Violations and their reproducers|Fault points hit|Fuzzing|Coverage"
+SECTIONS="summary crash-states violations fault-points fuzzing raid-campaign coverage"
+HEADINGS="Campaign summary|Crash states per workload and per epoch|Violations and their reproducers|Fault points hit|Fuzzing|RAID fault campaign|Coverage"
 
 cat >"$T/w.wl" <<'W'
 mkdir /d
@@ -113,7 +113,7 @@ for s in $SECTIONS; do
 	grep -q "href=\"#$s\"" "$R/index.html" || fail "no link to section $s"
 done
 n=$(grep -cE "<h2>[0-9]\. ($HEADINGS)</h2>" "$R/index.html")
-[ "$n" -eq 6 ] || fail "$n section headings, expected 6"
+[ "$n" -eq 7 ] || fail "$n section headings, expected 7"
 done_check
 
 NAME=report-images
@@ -229,9 +229,9 @@ err_has 'foreign.db: not a btrsim trace database'
 err_lines 1
 cmp -s "$T/foreign.db" "$T/foreign.orig" || fail "the foreign database was changed"
 done_check
-sq "$T/v3.db" 'PRAGMA user_version = 3; CREATE TABLE runs (id INTEGER PRIMARY KEY);'
-run report-v3-without-tables 1 "$BTRSIM" report --db "$T/v3.db" -o "$T/x"
-err_has 'v3.db: not a btrsim trace database of version 3 \(no such table: '
+sq "$T/v4.db" 'PRAGMA user_version = 4; CREATE TABLE runs (id INTEGER PRIMARY KEY);'
+run report-v4-without-tables 1 "$BTRSIM" report --db "$T/v4.db" -o "$T/x"
+err_has 'v4.db: not a btrsim trace database of version 4 \(no such table: '
 err_lines 1
 done_check
 sq "$T/new.db" 'PRAGMA user_version = 99'
@@ -269,7 +269,7 @@ grep -q 'No coverage data' "$T/rep-v1/index.html" || fail "no 'no coverage data'
 for f in fuzz-execs.svg fuzz-findings.svg fault-points.svg verdicts-per-epoch.svg coverage.svg; do
 	[ -e "$T/rep-v1/$f" ] && fail "a stale $f is left"
 done
-[ "$(sq "$T/v1.db" 'PRAGMA user_version')" = 3 ] || fail "not migrated"
+[ "$(sq "$T/v1.db" 'PRAGMA user_version')" = 4 ] || fail "not migrated"
 done_check
 
 : >"$T/afile"
@@ -326,7 +326,7 @@ for s in $SECTIONS; do
 	grep -q "<section id=\"$s\">" "$OUT" || fail "the DOM has no section $s"
 done
 n=$(grep -cE "<h2>[0-9]\. ($HEADINGS)</h2>" "$OUT")
-[ "$n" -eq 6 ] || fail "the DOM has $n of the 6 section headings"
+[ "$n" -eq 7 ] || fail "the DOM has $n of the 7 section headings"
 e=$(page_errors "$ERR")
 [ -n "$e" ] && fail "errors about the page: $e"
 done_check
@@ -363,7 +363,7 @@ run report-chromium-images 0 chrome --allow-file-access-from-files --virtual-tim
 	--dump-dom "file://$T/check.html"
 out_has '<pre id="out">checked$'
 out_has '^images 7$'
-out_has '^headings 6$'
+out_has '^headings 7$'
 grep -qE '^(FAILED|ERROR) ' "$OUT" && fail "$(grep -m 3 -E '^(FAILED|ERROR) ' "$OUT" | tr '\n' ' ')"
 [ "$(grep -c '^loaded ' "$OUT")" -eq 7 ] || fail "not 7 images loaded"
 done_check
