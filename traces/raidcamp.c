@@ -237,7 +237,9 @@ static int workload(struct run *r)
 		return failf(r, -e, "mount after mkfs failed");
 	if (!r->dry && (r->sc == SC_FLIP_FLIGHT || r->sc == SC_LOST_WRITE || r->sc == SC_MISDIRECT)) {
 		/* Each write to disk 0 hit with probability 5%, and one seeded
-		 * write of them for certain (a workload may make few). */
+		 * write of them for certain (a workload may make few).  DUP keeps
+		 * both copies on disk 0: two hits can take both copies of one
+		 * block, more than it tolerates, so it takes the certain one alone. */
 		struct sim_fault f = { .disk = 0, .sector = SIM_ANY_SECTOR, .probability = 0.05, .bits = 1 };
 		f.kind = r->sc == SC_FLIP_FLIGHT ? SIM_FAULT_FLIP_ON_WRITE
 			 : r->sc == SC_LOST_WRITE ? SIM_FAULT_LOST_WRITE
@@ -246,7 +248,9 @@ static int workload(struct run *r)
 		one.probability = 1;
 		one.count = 1;
 		one.skip = (uint32_t)(next(&r->rng) % (r->disk0_writes ? r->disk0_writes : 1));
-		if ((e = sim_fault_add(r->vol, &f)) || (r->disk0_writes && (e = sim_fault_add(r->vol, &one))))
+		bool dup = profiles[r->prof].bit == BTRFS_BLOCK_GROUP_DUP;
+		if ((!dup && (e = sim_fault_add(r->vol, &f))) ||
+		    (r->disk0_writes && (e = sim_fault_add(r->vol, &one))))
 			return failf(r, -e, "fault: %s", sim_volume_error(r->vol));
 	}
 	unsigned half = r->nfiles / 2;
@@ -595,7 +599,7 @@ void rc_report(FILE *out, const struct rc_opts *o, const struct rc_row *rows, si
 	fprintf(out, "Each run: a new volume (`mkfs -d P -m P`), the workload, the fault, then every acknowledged file read back (mounted degraded when a disk is gone) and a scrub that mends. "
 		     "*injected*: fault events that acted on the disks (a flipped bit, a latent sector, a lost or misdirected write request, a disk lost); *detected*: what the devices' error counters hold after the reads and the scrub (read, write and flush errors of requests, corrupted sectors), the parity and superblock sectors the scrub found wrong, the devices found missing, and a mount refused (1); *repaired*: sectors rewritten by read repair and the scrub; *lost*: acknowledged files unreadable (EIO, or the volume not mountable); *wrong*: files read back with wrong bytes. "
 		     "*within*: the fault stays within what the profile tolerates (then nothing may be lost); *wrong* must be 0 everywhere. "
-		     "Faults in flight and at rest act on disk 0; disks lost are the first ones (as many as the profile tolerates, at least one).\n");
+		     "Faults in flight and at rest act on disk 0: in flight, each write to it with probability 5%% and one seeded write for certain (DUP: that one alone, its two copies sharing the disk); disks lost are the first ones (as many as the profile tolerates, at least one).\n");
 	for (int p = 0; p < NPROFILES; p++) {
 		bool any = false;
 		for (size_t i = 0; i < nrows && !any; i++)
