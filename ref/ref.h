@@ -41,11 +41,11 @@ struct ref_open_opts {
 int ref_open(sim_volume *vol, const struct ref_open_opts *opts, ref_fs **out, char *err,
 	     size_t errlen);
 void ref_close(ref_fs *fs);
+const char *ref_error(const ref_fs *fs);
 
 /* The name of the deliberately broken build this is ("skip-flush", ...:
  * ref/mutant.h, `make mutants`), or NULL in every real build. */
 const char *ref_mutant(void);
-const char *ref_error(const ref_fs *fs);
 
 /* The superblock in use (raw, little-endian) and which copy it came from. */
 const struct btrfs_super_disk *ref_super(const ref_fs *fs);
