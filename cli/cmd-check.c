@@ -18,6 +18,9 @@ static const char usage_text[] =
 	"  -b, --backup        when the root tree is unreadable, use the newest backup\n"
 	"                      root that reads (--usebackuproot too; 'btrfs check\n"
 	"                      --backup' goes to a backup root at once)\n"
+	"      --replay        check the file system after replaying its log tree (in\n"
+	"                      memory; the images stay unchanged) instead of as it is\n"
+	"                      on disk with its log, which is what 'btrfs check' does\n"
 	"  -v, --verbose       also report repaired reads as they happen\n"
 	"  -h, --help          show this help\n"
 	"\n"
@@ -32,9 +35,10 @@ static int cmd_check(int argc, char **argv)
 		{ "super", required_argument, NULL, 's' }, { "degraded", no_argument, NULL, 'D' },
 		{ "verbose", no_argument, NULL, 'v' },     { "help", no_argument, NULL, 'h' },
 		{ "backup", no_argument, NULL, 'b' },      { "usebackuproot", no_argument, NULL, 'b' },
-		{ NULL, 0, NULL, 0 },
+		{ "replay", no_argument, NULL, 'R' },      { NULL, 0, NULL, 0 },
 	};
-	struct ref_open_opts oo = { .super_mirror = -1, .log = stderr };
+	/* As btrfs check: a log tree is checked where it is, not replayed. */
+	struct ref_open_opts oo = { .super_mirror = -1, .log = stderr, .nologreplay = true };
 	struct ref_check_opts co = { .out = stdout };
 	uint64_t v;
 	int c;
@@ -50,6 +54,7 @@ static int cmd_check(int argc, char **argv)
 			break;
 		case 'D': oo.degraded = true; break;
 		case 'b': oo.usebackuproot = true; break;
+		case 'R': oo.nologreplay = false; break;
 		case 'v': co.verbose = true; break;
 		case 'h': return cli_help(&cli_cmd_check);
 		default: return cli_usage_error(&cli_cmd_check, "unknown option '%s'", argv[optind - 1]);

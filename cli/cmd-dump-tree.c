@@ -18,7 +18,8 @@ static const char usage_text[] =
 	"The images are the disks of one file system, in any order.\n"
 	"\n"
 	"  -t, --tree ID       only this tree: a number or root, chunk, extent, dev, fs,\n"
-	"                      csum, quota, uuid, free-space, block-group, data-reloc\n"
+	"                      csum, quota, uuid, free-space, block-group, data-reloc,\n"
+	"                      log (or tree-log: the log root tree and each log tree)\n"
 	"  -b, --block BYTENR  only this tree block (may be repeated)\n"
 	"      --follow        with --block, also every block below it\n"
 	"      --bfs           breadth first: a tree's nodes level by level (default)\n"
@@ -53,6 +54,7 @@ static const struct {
 	{ "data-reloc", BTRFS_DATA_RELOC_TREE_OBJECTID, "data reloc tree" },
 	{ "tree-reloc", BTRFS_TREE_RELOC_OBJECTID, "tree reloc tree" },
 	{ "log", BTRFS_TREE_LOG_OBJECTID, "log tree" },
+	{ "tree-log", BTRFS_TREE_LOG_OBJECTID, "log tree" },
 };
 
 static const char *tree_title(uint64_t id)
@@ -297,6 +299,22 @@ static void dump_all(struct dump *dp)
 static void dump_one_tree(struct dump *dp, uint64_t id)
 {
 	struct ref_root root;
+	if (id == BTRFS_TREE_LOG_OBJECTID) {
+		/* The log trees live outside the root tree: the superblock names
+		 * the log root tree, whose ROOT_ITEMs name one log per subvolume. */
+		const struct btrfs_super_disk *sb = ref_super(dp->fs);
+		struct ref_root log = { id, LE64(sb->log_root), 0, sb->log_root_level };
+		if (!log.bytenr) {
+			fprintf(stderr, "btrsim dump-tree: no log tree (the superblock's log_root is 0)\n");
+			dp->errors++;
+			return;
+		}
+		printf("log root tree\n");
+		dump_root(dp, &log);
+		dump_log_trees(dp, &log);
+		print_totals(dp);
+		return;
+	}
 	if (ref_find_root(dp->fs, id, &root)) {
 		block_error(dp);
 		return;
@@ -338,7 +356,8 @@ static int cmd_dump_tree(int argc, char **argv)
 		{ "degraded", no_argument, NULL, 'D' },    { "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct ref_open_opts oo = { .super_mirror = -1, .log = stderr };
+	/* The blocks as they are on disk: a log tree is printed, not replayed. */
+	struct ref_open_opts oo = { .super_mirror = -1, .log = stderr, .nologreplay = true };
 	uint64_t tree = 0, blocks[64], v;
 	bool have_tree = false, follow = false, dfs = false;
 	unsigned mode = 0;

@@ -31,6 +31,7 @@ static const char usage_text[] =
 	"  -v, --verbose         print each path as it is extracted\n"
 	"      --degraded        open with devices missing\n"
 	"      --usebackuproot   open from a backup root if the root tree is unreadable\n"
+	"      --nologreplay     show the last commit, not what the log tree adds\n"
 	"  -h, --help            show this help\n"
 	"\n"
 	"An extended attribute that DEST's file system cannot hold (btrfs.compression\n"
@@ -297,7 +298,8 @@ static int cmd_extract(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "subvol", required_argument, NULL, 's' }, { "snapshots", no_argument, NULL, 'S' },
 		{ "verbose", no_argument, NULL, 'v' },      { "degraded", no_argument, NULL, 'D' },
-		{ "usebackuproot", no_argument, NULL, 'U' }, { "help", no_argument, NULL, 'h' },
+		{ "usebackuproot", no_argument, NULL, 'U' },
+		{ "nologreplay", no_argument, NULL, 'N' }, { "help", no_argument, NULL, 'h' },
 		{ "xattr", no_argument, NULL, 'x' },	    { "no-xattr", no_argument, NULL, 'X' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -316,6 +318,7 @@ static int cmd_extract(int argc, char **argv)
 		case 'v': ex.verbose = true; break;
 		case 'D': oo.degraded = true; break;
 		case 'U': oo.usebackuproot = true; break;
+		case 'N': oo.nologreplay = true; break;
 		case 'h': return cli_help(&cli_cmd_extract);
 		default:
 			return cli_usage_error(&cli_cmd_extract, "unknown option '%s'", argv[optind - 1]);

@@ -19,6 +19,7 @@ static const char usage_text[] =
 	"  -i                  print each entry's inode number (subvolume:inode)\n"
 	"      --degraded      open with devices missing\n"
 	"      --usebackuproot open from a backup root if the root tree is unreadable\n"
+	"      --nologreplay   show the last commit, not what the log tree adds\n"
 	"  -h, --help          show this help\n";
 
 const struct cli_cmd cli_cmd_ls;
@@ -91,6 +92,7 @@ static int cmd_ls(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "degraded", no_argument, NULL, 'D' },
 		{ "usebackuproot", no_argument, NULL, 'U' },
+		{ "nologreplay", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -106,6 +108,7 @@ static int cmd_ls(int argc, char **argv)
 		case 'i': ls.inodes = true; break;
 		case 'D': oo.degraded = true; break;
 		case 'U': oo.usebackuproot = true; break;
+		case 'N': oo.nologreplay = true; break;
 		case 'h': return cli_help(&cli_cmd_ls);
 		default: return cli_usage_error(&cli_cmd_ls, "unknown option '%s'", argv[optind - 1]);
 		}

@@ -34,6 +34,7 @@ static const char usage_text[] =
 	"      --no-times        no mtime (the default)\n"
 	"      --degraded        open with devices missing\n"
 	"      --usebackuproot   open from a backup root if the root tree is unreadable\n"
+	"      --nologreplay     show the last commit, not what the log tree adds\n"
 	"  -h, --help            show this help\n"
 	"\n"
 	"Each line, fields separated by one space:\n"
@@ -111,7 +112,8 @@ static int cmd_manifest(int argc, char **argv)
 		{ "subvol", required_argument, NULL, 's' }, { "host", required_argument, NULL, 'H' },
 		{ "ino", no_argument, NULL, 'i' },          { "times", no_argument, NULL, 't' },
 		{ "no-times", no_argument, NULL, 'T' },     { "degraded", no_argument, NULL, 'D' },
-		{ "usebackuproot", no_argument, NULL, 'U' }, { "help", no_argument, NULL, 'h' },
+		{ "usebackuproot", no_argument, NULL, 'U' },
+		{ "nologreplay", no_argument, NULL, 'N' }, { "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ref_open_opts oo = { .super_mirror = -1, .log = stderr };
@@ -129,6 +131,7 @@ static int cmd_manifest(int argc, char **argv)
 		case 'T': m.times = false; break;
 		case 'D': oo.degraded = true; break;
 		case 'U': oo.usebackuproot = true; break;
+		case 'N': oo.nologreplay = true; break;
 		case 'h': return cli_help(&cli_cmd_manifest);
 		case ':':
 			return cli_usage_error(&cli_cmd_manifest, "option '%s' needs a value",
@@ -143,10 +146,12 @@ static int cmd_manifest(int argc, char **argv)
 		if (optind < argc)
 			return cli_usage_error(&cli_cmd_manifest,
 					       "--host takes no image, not '%s'", argv[optind]);
-		if (subvol || oo.degraded || oo.usebackuproot)
+		if (subvol || oo.degraded || oo.usebackuproot || oo.nologreplay)
 			return cli_usage_error(&cli_cmd_manifest, "--%s is for images, not --host",
-					       subvol ? "subvol" : oo.degraded ? "degraded"
-									: "usebackuproot");
+					       subvol		 ? "subvol"
+					       : oo.degraded	 ? "degraded"
+					       : oo.usebackuproot ? "usebackuproot"
+								 : "nologreplay");
 		if (!*host)
 			return cli_usage_error(&cli_cmd_manifest, "--host needs a directory");
 		rc = mf_walk_host(&cli_cmd_manifest, &m, host);

@@ -16,6 +16,7 @@ static const char usage_text[] =
 	"\n"
 	"      --degraded      open with devices missing\n"
 	"      --usebackuproot open from a backup root if the root tree is unreadable\n"
+	"      --nologreplay   show the last commit, not what the log tree adds\n"
 	"  -h, --help          show this help\n";
 
 const struct cli_cmd cli_cmd_map;

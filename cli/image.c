@@ -45,12 +45,25 @@ int cli_open_fs(const struct cli_cmd *cmd, char **paths, int n, const struct ref
 	int rc = cli_open_volume(cmd, paths, n, false, vol);
 	if (rc)
 		return rc;
+	/* A log tree is replayed as the kernel's mount would, in memory: the
+	 * images stay as they are. */
+	struct ref_open_opts o = opts ? *opts : (struct ref_open_opts){ .super_mirror = -1 };
+	o.replay_in_memory = true;
 	char err[256];
-	if (ref_open(*vol, opts, fs, err, sizeof(err))) {
+	if (ref_open(*vol, &o, fs, err, sizeof(err))) {
 		sim_volume_close(*vol);
 		*vol = NULL;
 		return cli_fail_images(cmd, paths, n, err);
 	}
+	struct ref_log_outcome lo;
+	ref_log_outcome(*fs, &lo);
+	if (lo.present && !lo.replayed && cmd != &cli_cmd_dump_tree)
+		fprintf(stderr,
+			"btrsim %s: the log tree (fsyncs of generation %llu) was not replayed: %s generation %llu, the last commit%s\n",
+			cmd->name, (unsigned long long)lo.log_generation,
+			cmd == &cli_cmd_check ? "checked as it is on disk, with" : "showing",
+			(unsigned long long)lo.log_generation - 1,
+			cmd == &cli_cmd_check ? " (--replay checks the replayed state)" : "");
 	return 0;
 }
 
@@ -71,6 +84,7 @@ int cli_parse_open_opts(const struct cli_cmd *cmd, int argc, char **argv, struct
 	static const struct option opts[] = {
 		{ "degraded", no_argument, NULL, 'D' },
 		{ "usebackuproot", no_argument, NULL, 'U' },
+		{ "nologreplay", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -82,6 +96,7 @@ int cli_parse_open_opts(const struct cli_cmd *cmd, int argc, char **argv, struct
 		switch (c) {
 		case 'D': oo->degraded = true; break;
 		case 'U': oo->usebackuproot = true; break;
+		case 'N': oo->nologreplay = true; break;
 		case 'h': return cli_help(cmd), -1;
 		default: return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
 		}

@@ -132,24 +132,28 @@ int dir_add(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
 	return dir_add_index(fs, dir, name, len, target, type, &index);
 }
 
-int dir_add_index(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
-		  const struct ref_ino *target, uint8_t type, uint64_t *index_out)
+/* Adds the entry at `index` (0: the next free one): the back reference
+ * when backref, then DIR_ITEM and DIR_INDEX, and the directory's size; its
+ * times when touch. */
+static int link_name(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
+		     const struct ref_ino *target, uint8_t type, uint64_t *index, bool backref,
+		     bool touch)
 {
 	struct rw_tree *t;
 	int r = rw_tree_get(fs, dir->subvol, &t);
 	if (r)
 		return r;
 	struct btrfs_inode_item dii;
-	uint64_t index;
-	if ((r = inode_read(fs, dir, &dii)) || (r = next_index(fs, t, dir->ino, &index)))
+	if ((r = inode_read(fs, dir, &dii)) || (!*index && (r = next_index(fs, t, dir->ino, index))))
 		return r;
-	*index_out = index;
 	/* The back reference first, as the kernel's btrfs_add_link: EMLINK (its
 	 * item full and no extended irefs) must fail before anything changed. */
-	if (type == BTRFS_FT_DIR && subvol_entry(dir, target))
-		r = root_refs_add(fs, dir->subvol, target->subvol, dir->ino, index, name, len);
+	if (!backref)
+		r = 0;
+	else if (type == BTRFS_FT_DIR && subvol_entry(dir, target))
+		r = root_refs_add(fs, dir->subvol, target->subvol, dir->ino, *index, name, len);
 	else
-		r = backref_add(fs, t, target, dir->ino, index, name, len);
+		r = backref_add(fs, t, target, dir->ino, *index, name, len);
 	if (r)
 		return r;
 	uint8_t buf[DIR_ENTRY + BTRFS_NAME_LEN];
@@ -158,14 +162,30 @@ int dir_add_index(ref_fs *fs, const struct ref_ino *dir, const char *name, size_
 	struct ref_key k = { dir->ino, BTRFS_DIR_ITEM_KEY, ref_name_hash(name, len) };
 	if ((r = bt_item_append(fs, t, &k, buf, esize)))
 		return r == -EOVERFLOW ? ref_fail(fs, EOVERFLOW, "too many names share this hash") : r;
-	struct ref_key ik = { dir->ino, BTRFS_DIR_INDEX_KEY, index };
+	struct ref_key ik = { dir->ino, BTRFS_DIR_INDEX_KEY, *index };
 	if ((r = bt_insert_data(fs, t, &ik, buf, esize)))
 		return r == -EEXIST ? ref_fail(fs, EUCLEAN, "directory index %llu taken",
-					       (unsigned long long)index)
+					       (unsigned long long)*index)
 				    : r;
 	dii.size = htole64(LE64(dii.size) + 2 * len);
-	inode_touch(fs, &dii, true, true);
+	if (touch)
+		inode_touch(fs, &dii, true, true);
 	return inode_write(fs, dir, &dii);
+}
+
+int dir_add_index(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
+		  const struct ref_ino *target, uint8_t type, uint64_t *index_out)
+{
+	*index_out = 0;
+	return link_name(fs, dir, name, len, target, type, index_out, true, true);
+}
+
+int dir_add_at(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
+	       const struct ref_ino *target, uint8_t type, uint64_t index, bool backref)
+{
+	if (!index)
+		return ref_fail(fs, EUCLEAN, "directory index 0 is not an entry's");
+	return link_name(fs, dir, name, len, target, type, &index, backref, false);
 }
 
 int dir_item_find(ref_fs *fs, const struct ref_root *root, const struct ref_key *k,

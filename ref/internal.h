@@ -73,10 +73,15 @@ struct ref_fs {
 	size_t nroots, roots_next;
 	char err[256];
 	struct rw_state *rw; /* the write path's state; NULL when mounted read-only */
+	struct ref_log_outcome log; /* what the open did with a log tree (log_replay.c) */
 };
 
 int ref_fail(ref_fs *fs, int errnum, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void ref_log(ref_fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* log_replay.c: replays the log tree the superblock names (the open's last
+ * step, as the kernel's mount), committing the result. */
+int log_replay(ref_fs *fs);
 
 /* super.c: the superblock field checks beyond magic, position and checksum. */
 const char *ref_super_fields_invalid(const struct btrfs_super_disk *sb);

@@ -32,6 +32,11 @@ void ref_log(ref_fs *fs, const char *fmt, ...)
 	fputc('\n', fs->opts.log);
 }
 
+void ref_log_outcome(const ref_fs *fs, struct ref_log_outcome *out)
+{
+	*out = fs->log;
+}
+
 const char *ref_error(const ref_fs *fs)
 {
 	return fs->err;
@@ -281,6 +286,12 @@ int ref_open(sim_volume *vol, const struct ref_open_opts *opts, ref_fs **out, ch
 		r = open_root_tree(fs);
 	if (!r)
 		devstats_load(fs);
+	if (!r && LE64(fs->sb.log_root)) {
+		fs->log.present = true;
+		fs->log.log_generation = fs->generation + 1;
+		if (!fs->opts.nologreplay) /* (left: the caller says so, ref_log_outcome) */
+			r = log_replay(fs);
+	}
 	if (r) {
 		snprintf(err, errlen, "%s", fs->err);
 		ref_close(fs);

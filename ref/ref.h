@@ -34,6 +34,20 @@ struct ref_open_opts {
 	 * device replace), left out of the file system instead of failing the
 	 * open. */
 	bool spares;
+	/*
+	 * A log tree the superblock names (fsyncs since the last commit, power
+	 * lost before the next) is replayed by the open, as the kernel's mount
+	 * does, and committed: the file system then shows what fsync promised.
+	 * nologreplay (the kernel's -o nologreplay) leaves the log as it is and
+	 * shows the last commit; such a file system cannot be written.
+	 * Replaying needs writable disks: the kernel refuses with EIO ("log
+	 * replay required on RO media"), and so does ref unless
+	 * replay_in_memory turns read-only image disks into overlays
+	 * (sim_disk_overlay) so that the replay lands in memory and the images
+	 * stay as they were (btrsim's reading commands).
+	 */
+	bool nologreplay;
+	bool replay_in_memory;
 };
 
 /* Opens the file system on the disks of vol (any order; matched by fsid and
@@ -42,6 +56,17 @@ int ref_open(sim_volume *vol, const struct ref_open_opts *opts, ref_fs **out, ch
 	     size_t errlen);
 void ref_close(ref_fs *fs);
 const char *ref_error(const ref_fs *fs);
+
+/* What the open did with a log tree: none there, replayed (how many
+ * subvolumes' logs, into memory or onto the disks), or left (nologreplay). */
+struct ref_log_outcome {
+	bool present;  /* the superblock named a log root */
+	bool replayed; /* ... and the open replayed it */
+	bool in_memory; /* ... over read-only images, which stay unchanged */
+	unsigned trees; /* log trees (one per subvolume) replayed */
+	uint64_t log_generation; /* the transaction the log belongs to */
+};
+void ref_log_outcome(const ref_fs *fs, struct ref_log_outcome *out);
 
 /* The name of the deliberately broken build this is ("skip-flush", ...:
  * ref/mutant.h, `make mutants`), or NULL in every real build. */

@@ -196,9 +196,9 @@ static int check_features(ref_fs *fs)
 			     BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE))
 		return ref_fail(fs, EROFS, "compat_ro features 0x%llx are not supported for writing",
 				(unsigned long long)ro);
-	if (LE64(sb->log_root))
+	if (LE64(sb->log_root) && fs->opts.nologreplay)
 		return ref_fail(fs, EROFS,
-				"the file system has a log tree to replay; log replay is not implemented (mount it with the kernel once)");
+				"a log tree was left unreplayed (nologreplay): the file system is read-only, as the kernel's nologreplay needs ro");
 	/* (Degraded: the open made sure no chunk lost more stripes than its
 	 * profile tolerates, as the kernel's btrfs_check_rw_degradable; writes
 	 * then skip what is missing.) */

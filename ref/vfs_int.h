@@ -91,6 +91,11 @@ int dir_add(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
  * stand-in has none. */
 int dir_add_index(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
 		  const struct ref_ino *target, uint8_t type, uint64_t *index_out);
+/* Adds name -> target at a given DIR_INDEX, the directory's times unchanged,
+ * the back reference only when backref (log replay: btrfs_add_link while
+ * the log is recovering). */
+int dir_add_at(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
+	       const struct ref_ino *target, uint8_t type, uint64_t index, bool backref);
 /* Removes it again (the target's link count is the caller's). */
 int dir_remove(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
 	       const struct ref_ino *target);

@@ -59,10 +59,15 @@ int media_read(sim_volume *vol, struct sim_disk *d, uint64_t sector, uint32_t n,
 	uint32_t ss = d->sector_size;
 	if (d->fd >= 0) {
 		int r = pread_full(d->fd, buf, (size_t)n * ss, sector * ss);
-		return r ? file_err(vol, d, "read", -r) : 0;
+		if (r)
+			return file_err(vol, d, "read", -r);
+		if (!d->overlay || !d->media.nset)
+			return 0;
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		struct sim_block *b = bm_get(&d->media, sector + i);
+		if (!b && d->overlay)
+			continue; /* the file's sector, read above */
 		if (b && b != SIM_BLOCK_ZERO)
 			memcpy(buf + (size_t)i * ss, b->data, ss);
 		else
@@ -87,7 +92,7 @@ int media_store(sim_volume *vol, struct sim_disk *d, uint64_t sector, uint32_t n
 		struct sim_block *const *blk)
 {
 	uint32_t ss = d->sector_size;
-	if (d->fd < 0) {
+	if (d->fd < 0 || d->overlay) {
 		for (uint32_t i = 0; i < n; i++) {
 			if (!blk[i])
 				continue;
@@ -130,7 +135,7 @@ int media_write_buf(sim_volume *vol, struct sim_disk *d, uint64_t sector, uint32
 		    const uint8_t *buf)
 {
 	uint32_t ss = d->sector_size;
-	if (d->fd >= 0) {
+	if (d->fd >= 0 && !d->overlay) {
 		int r = pwrite_full(d->fd, buf, (size_t)n * ss, sector * ss);
 		return r ? file_err(vol, d, "write", -r) : 0;
 	}
@@ -150,17 +155,22 @@ uint64_t media_next_data(struct sim_disk *d, uint64_t sector)
 		return UINT64_MAX;
 	if (d->fd < 0)
 		return bm_next(&d->media, sector);
+	uint64_t over = d->overlay ? bm_next(&d->media, sector) : UINT64_MAX;
 	off_t off = lseek(d->fd, (off_t)(sector * d->sector_size), SEEK_DATA);
 	if (off < 0)
-		return errno == ENXIO ? UINT64_MAX : sector; /* no SEEK_DATA: assume data */
+		return errno == ENXIO ? over : sector; /* no SEEK_DATA: assume data */
 	uint64_t s = (uint64_t)off / d->sector_size;
-	return s < d->nsectors ? s : UINT64_MAX;
+	s = s < d->nsectors ? s : UINT64_MAX;
+	return s < over ? s : over;
 }
 
 static int open_image(sim_volume *vol, struct sim_disk *d, const struct sim_disk_config *c,
 		      unsigned idx)
 {
-	int flags = c->read_only ? O_RDONLY : O_RDWR | O_CREAT | (c->create ? O_TRUNC : 0);
+	bool ro = c->read_only || c->overlay;
+	if (c->overlay && c->create)
+		return sim_fail(vol, EINVAL, "disk %u: an overlay cannot create its image", idx);
+	int flags = ro ? O_RDONLY : O_RDWR | O_CREAT | (c->create ? O_TRUNC : 0);
 	d->fd = open(c->image_path, flags | O_CLOEXEC, 0644);
 	if (d->fd < 0)
 		return sim_fail(vol, errno, "disk %u: cannot open image %s: %s", idx, c->image_path,
@@ -188,7 +198,7 @@ static int open_image(sim_volume *vol, struct sim_disk *d, const struct sim_disk
 				(unsigned long long)d->size);
 	}
 	if (fsize < d->size) {
-		if (c->read_only)
+		if (ro)
 			return sim_fail(vol, EINVAL,
 					"disk %u: read-only image %s is %llu bytes, smaller than the disk size %llu",
 					idx, c->image_path, (unsigned long long)fsize,
@@ -228,6 +238,7 @@ int disk_init(sim_volume *vol, struct sim_disk *d, unsigned idx, const struct si
 	d->sector_size = c->sector_size ? c->sector_size : 4096;
 	d->size = c->size;
 	d->read_only = c->read_only;
+	d->overlay = c->overlay && !c->read_only;
 	sim_rng_seed(&d->rng, sim_mix64(seed ^ (UINT64_C(0x5d15c0) + idx)));
 	if (d->sector_size != 512 && d->sector_size != 4096)
 		return sim_fail(vol, EINVAL, "disk %u: sector size %u is not 512 or 4096", idx,
@@ -243,8 +254,9 @@ int disk_init(sim_volume *vol, struct sim_disk *d, unsigned idx, const struct si
 		r = open_image(vol, d, c, idx);
 		if (r)
 			return r;
-	} else if (c->read_only) {
-		return sim_fail(vol, EINVAL, "disk %u: a memory disk cannot be read-only", idx);
+	} else if (c->read_only || c->overlay) {
+		return sim_fail(vol, EINVAL, "disk %u: a memory disk cannot be read-only or an overlay",
+				idx);
 	}
 	r = check_size(vol, d, idx);
 	if (r)
@@ -347,6 +359,7 @@ int disk_clone(sim_volume *vol, struct sim_disk *dst, struct sim_disk *src)
 	dst->fd = -1;
 	dst->path = NULL;
 	dst->read_only = false;
+	dst->overlay = false;
 	dst->pend = NULL;
 	dst->pend_blk = NULL;
 	dst->npend = dst->pend_cap = 0;

@@ -288,6 +288,9 @@ int sim_disk_replace(sim_volume *vol, unsigned disk)
 	struct sim_disk *d = &vol->disk[disk];
 	if (d->read_only)
 		return sim_fail(vol, EROFS, "replace: disk %u is read-only", disk);
+	if (d->overlay)
+		return sim_fail(vol, EROFS, "replace: disk %u is an overlay over a read-only image",
+				disk);
 	disk_drop_volatile(d);
 	d->nlatent = 0;
 	d->lost = false;

@@ -33,6 +33,7 @@ struct sim_disk {
 	bool read_only;
 	bool lost;
 	int fd; /* >= 0: the media is this image file */
+	bool overlay; /* fd >= 0 and writes land in `media` over the file */
 	char *path;
 	struct blockmap media; /* when fd < 0 */
 	struct blockmap cache;

@@ -49,6 +49,15 @@ struct sim_disk_config {
 	const char *image_path;
 	bool create;
 	bool read_only; /* writes and discards fail with EROFS */
+	/*
+	 * With image_path: the file is opened read-only and never written, but
+	 * the disk takes writes: they (and what flushes make durable) land in
+	 * memory over the file and are gone at close.  What a reader of an image
+	 * uses to replay a log without changing the image (the kernel's mount
+	 * replays in memory only when the device is read-only; btrsim's reading
+	 * commands always leave their images as they were).
+	 */
+	bool overlay;
 };
 
 /* Simulated time.  Each request costs per_request_ns + bytes * per_byte_ps / 1000;
@@ -92,6 +101,10 @@ uint32_t sim_disk_sector_size(const sim_volume *vol, unsigned disk);
 /* Flushes completed on the disk so far: the epoch of its next request. */
 uint64_t sim_disk_epoch(const sim_volume *vol, unsigned disk);
 bool sim_disk_is_lost(const sim_volume *vol, unsigned disk);
+bool sim_disk_is_read_only(const sim_volume *vol, unsigned disk);
+/* A read-only image disk takes writes from now on, in memory over its file, as
+ * sim_disk_config.overlay (a writable disk is left as it is). */
+int sim_disk_overlay(sim_volume *vol, unsigned disk);
 
 /* ---- Requests ---------------------------------------------------------------
  * Offsets and lengths are bytes, multiples of the disk's sector size, within the

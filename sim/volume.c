@@ -188,6 +188,24 @@ bool sim_disk_is_lost(const sim_volume *vol, unsigned disk)
 	return vol->disk[disk].lost;
 }
 
+bool sim_disk_is_read_only(const sim_volume *vol, unsigned disk)
+{
+	DISK_OR(vol, disk, false);
+	return vol->disk[disk].read_only;
+}
+
+int sim_disk_overlay(sim_volume *vol, unsigned disk)
+{
+	if (disk >= vol->ndisks)
+		return sim_fail(vol, EINVAL, "no disk %u", disk);
+	struct sim_disk *d = &vol->disk[disk];
+	if (!d->read_only)
+		return 0; /* it takes writes already */
+	d->read_only = false;
+	d->overlay = true; /* (read-only disks are always image files) */
+	return 0;
+}
+
 const struct sim_pending *sim_disk_pending(const sim_volume *vol, unsigned disk, size_t *n)
 {
 	*n = 0;

@@ -275,6 +275,67 @@ Test(image, read_only_image_is_safe_from_scheduled_bit_rot)
 	free(path);
 }
 
+/* An overlay takes writes in memory over a file it never writes. */
+Test(image, overlay_writes_land_in_memory_and_the_file_stays)
+{
+	char *path = tu_path(dir, "ov.img");
+	sim_volume *vol = open_image_ok(path, UINT64_C(4) << 20, SS, true, false);
+	tu_write_ok(vol, 0, 0, 4 * SS, 1, SIM_FUA);
+	sim_volume_close(vol);
+	struct stat before = stat_of(path);
+
+	struct sim_volume_config cfg;
+	sim_config_init(&cfg, 1, 0, 1);
+	cfg.disk[0].image_path = path;
+	cfg.disk[0].overlay = true;
+	char err[256] = "";
+	cr_assert_eq(sim_volume_open(&cfg, &vol, err, sizeof(err)), 0, "%s", err);
+	tu_write_ok(vol, 0, SS, SS, 2, 0);           /* over the file's data */
+	tu_write_ok(vol, 0, 100 * SS, SS, 3, SIM_FUA); /* over a hole */
+	cr_assert(tu_read_is(vol, 0, 0, SS, 1));
+	cr_assert(tu_read_is(vol, 0, SS, SS, 2));
+	cr_assert(tu_durable_is(vol, 0, SS, SS, 1), "not flushed yet");
+	cr_assert_eq(sim_flush(vol, 0), 0);
+	cr_assert(tu_durable_is(vol, 0, SS, SS, 2), "flushed into the overlay");
+	cr_assert(tu_durable_is(vol, 0, 2 * SS, 2 * SS, 1), "around it, the file");
+	cr_assert(tu_durable_is(vol, 0, 100 * SS, SS, 3));
+	cr_assert_eq(sim_disk_replace(vol, 0), -EROFS);
+
+	/* A clone carries the overlay with it. */
+	sim_volume *c;
+	cr_assert_eq(sim_volume_clone(vol, &c), 0, "%s", sim_volume_error(vol));
+	cr_assert_eq(sim_disk_durable_cmp(vol, 0, c, 0), 0);
+	cr_assert(tu_durable_is(c, 0, 100 * SS, SS, 3));
+	sim_volume_close(c);
+	sim_volume_close(vol);
+
+	struct stat after = stat_of(path);
+	cr_assert(file_is(path, 0, 4 * SS, 1), "the file is unchanged");
+	cr_assert(file_is(path, 100 * SS, SS, 0));
+	cr_assert_eq(before.st_mtim.tv_sec, after.st_mtim.tv_sec);
+	cr_assert_eq(before.st_mtim.tv_nsec, after.st_mtim.tv_nsec, "never opened for writing");
+
+	/* A read-only disk becomes an overlay on demand. */
+	vol = open_image_ok(path, 0, SS, false, true);
+	cr_assert(sim_disk_is_read_only(vol, 0));
+	cr_assert_eq(tu_write(vol, 0, SS, SS, 7, 0), -EROFS);
+	cr_assert_eq(sim_disk_overlay(vol, 0), 0);
+	cr_assert(!sim_disk_is_read_only(vol, 0));
+	tu_write_ok(vol, 0, SS, SS, 7, SIM_FUA);
+	cr_assert(tu_read_is(vol, 0, SS, SS, 7));
+	sim_volume_close(vol);
+	cr_assert(file_is(path, SS, SS, 1), "the file is still unchanged");
+
+	/* An overlay needs a file, and never creates one. */
+	sim_config_init(&cfg, 1, UINT64_C(1) << 20, 1);
+	cfg.disk[0].overlay = true;
+	cr_assert_eq(sim_volume_open(&cfg, &vol, err, sizeof(err)), -EINVAL);
+	cfg.disk[0].image_path = path;
+	cfg.disk[0].create = true;
+	cr_assert_eq(sim_volume_open(&cfg, &vol, err, sizeof(err)), -EINVAL);
+	free(path);
+}
+
 Test(image, clone_of_a_file_backed_disk_is_memory_backed_and_independent)
 {
 	char *path = tu_path(dir, "cl.img");
