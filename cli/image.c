@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 int cli_open_volume(const struct cli_cmd *cmd, char **paths, int n, bool writable,
 		    sim_volume **vol)
@@ -49,6 +50,11 @@ int cli_open_fs(const struct cli_cmd *cmd, char **paths, int n, const struct ref
 	 * images stay as they are. */
 	struct ref_open_opts o = opts ? *opts : (struct ref_open_opts){ .super_mirror = -1 };
 	o.replay_in_memory = true;
+	if (!o.clock_ns) { /* what a replay stamps "now" is now, as the kernel's */
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		o.clock_ns = (uint64_t)now.tv_sec * UINT64_C(1000000000) + (uint64_t)now.tv_nsec;
+	}
 	char err[256];
 	if (ref_open(*vol, &o, fs, err, sizeof(err))) {
 		sim_volume_close(*vol);

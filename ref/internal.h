@@ -79,6 +79,9 @@ struct ref_fs {
 int ref_fail(ref_fs *fs, int errnum, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void ref_log(ref_fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The clock of timestamps when nobody gives one: 2025-01-01 00:00:00 UTC. */
+#define REF_DEFAULT_CLOCK_NS (UINT64_C(1735689600) * UINT64_C(1000000000))
+
 /* log_replay.c: replays the log tree the superblock names (the open's last
  * step, as the kernel's mount), committing the result. */
 int log_replay(ref_fs *fs);

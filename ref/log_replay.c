@@ -158,6 +158,7 @@ int log_replay(ref_fs *fs)
 	int r = media_writable(fs);
 	if (r || (r = rw_init(fs)))
 		return r;
+	fs->rw->time_ns = fs->opts.clock_ns ? fs->opts.clock_ns : REF_DEFAULT_CLOCK_NS;
 	struct ref_root log_root = { BTRFS_TREE_LOG_OBJECTID, LE64(fs->sb.log_root),
 				     fs->generation + 1, fs->sb.log_root_level };
 	struct ref_root *logs = NULL;

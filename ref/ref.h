@@ -48,6 +48,10 @@ struct ref_open_opts {
 	 */
 	bool nologreplay;
 	bool replay_in_memory;
+	/* The time a replay stamps where the kernel's stamps "now" (the change
+	 * time of an inode whose name the replay removes), in nanoseconds since
+	 * the epoch; 0: ref_mount's clock, or 2025-01-01 without one. */
+	uint64_t clock_ns;
 };
 
 /* Opens the file system on the disks of vol (any order; matched by fsid and

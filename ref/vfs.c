@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#define DEFAULT_CLOCK UINT64_C(1735689600) /* 2025-01-01 00:00:00 UTC */
 
 int ref_mount(sim_volume *vol, const struct ref_mount_opts *o, ref_fs **out, char *err,
 	      size_t errlen)
@@ -18,8 +17,14 @@ int ref_mount(sim_volume *vol, const struct ref_mount_opts *o, ref_fs **out, cha
 	struct ref_mount_opts def = { .open = { .super_mirror = -1 } };
 	if (!o)
 		o = &def;
+	uint64_t clock_ns = (o->clock_start ? o->clock_start * UINT64_C(1000000000)
+					    : REF_DEFAULT_CLOCK_NS) +
+			    o->clock_start_nsec % 1000000000u;
+	struct ref_open_opts oo = o->open;
+	if (!oo.clock_ns)
+		oo.clock_ns = clock_ns; /* a log replayed at open stamps the mount's time */
 	ref_fs *fs;
-	int r = ref_open(vol, &o->open, &fs, err, errlen);
+	int r = ref_open(vol, &oo, &fs, err, errlen);
 	if (r)
 		return r;
 	if ((r = rw_init(fs))) {
@@ -27,8 +32,7 @@ int ref_mount(sim_volume *vol, const struct ref_mount_opts *o, ref_fs **out, cha
 		ref_close(fs);
 		return r;
 	}
-	fs->rw->time_ns = (o->clock_start ? o->clock_start : DEFAULT_CLOCK) * UINT64_C(1000000000) +
-			  o->clock_start_nsec % 1000000000u;
+	fs->rw->time_ns = clock_ns;
 	if (o->dirty_limit)
 		fs->rw->dirty_limit = o->dirty_limit;
 	*out = fs;
