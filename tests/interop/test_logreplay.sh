@@ -147,3 +147,27 @@ try xattrs '
 try many-files 'mkdir m' '
 	i=0; while [ $i -lt 300 ]; do echo "$i" >m/f$i; i=$((i + 1)); done
 	i=0; while [ $i -lt 300 ]; do sync m/f$i; i=$((i + 7)); done; sync m'
+
+# A log whose root block is damaged in every copy: the kernel refuses the
+# mount, and so do btrsim's commands, saying why; --nologreplay still reads
+# the last commit.
+if [ -f "$T/new-files.img" ]; then
+	cp --sparse=always "$T/new-files.img" "$T/bad.img"
+	lr=$(log_root "$T/bad.img")
+	for phys in $("$BTRSIM" map --nologreplay "$T/bad.img" "$lr" 2>/dev/null | awk '/physical/ { print $NF }'); do
+		printf 'XXXXXXXX' | dd of="$T/bad.img" bs=1 seek=$((phys + 200)) conv=notrunc 2>/dev/null
+	done
+	run damaged-log 1 "$BTRSIM" ls "$T/bad.img" /
+	err_has 'log replay: .*(checksum|csum)'
+	out_empty
+	attach "$T/bad.img" && mkdir -p "$MP" &&
+		if mount -t btrfs "$LOOP" "$MP" 2>/dev/null; then
+			MOUNTS="$MP $MOUNTS"
+			fail "the kernel mounted an image whose log root is damaged (the test's premise)"
+		fi
+	cleanup_mounts
+	done_check
+	run damaged-log-nologreplay 0 "$BTRSIM" ls --nologreplay "$T/bad.img" /
+	out_has '^d$'
+	done_check
+fi
