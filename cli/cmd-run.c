@@ -31,6 +31,11 @@ static const char usage_text[] =
 	"                      the expectations, e.g. from a run on the kernel)\n"
 	"  -k, --keep-going    report every mismatch, not just the first\n"
 	"  -v, --verbose       print each operation and its result\n"
+	"      --treelog       fsync and fdatasync write the log tree, as the kernel's\n"
+	"                      default (without it each commits, as -o notreelog)\n"
+	"      --power-off     end with a power loss instead of committing: what the\n"
+	"                      disks had not flushed is gone, so the images hold the\n"
+	"                      last commit and the fsync log, as after a crash\n"
 	"  --seed N            the seed of power-loss choices (default 1; printed)\n"
 	"  -h, --help          show this help\n"
 	"\n"
@@ -87,9 +92,9 @@ static int run_host(const char *dir, const struct wl_workload *w, const struct w
 }
 
 static int run_images(char **imgs, int n, uint64_t seed, const struct wl_workload *w,
-		      struct wl_run_opts *ro)
+		      struct wl_run_opts *ro, bool treelog, bool power_off)
 {
-	struct ref_target t = { .mo = { .open = { .super_mirror = -1 } } };
+	struct ref_target t = { .mo = { .open = { .super_mirror = -1 }, .treelog = treelog } };
 	int rc = cli_open_volume_seeded(&cli_cmd_run, imgs, n, true, seed, &t.vol);
 	if (rc)
 		return rc;
@@ -102,7 +107,19 @@ static int run_images(char **imgs, int n, uint64_t seed, const struct wl_workloa
 	ro->crash = crash_ref;
 	struct wl_run_result res;
 	rc = wl_run(w, exec_ref, &t, ro, &res, err, sizeof(err));
-	if (t.fs) {
+	if (t.fs && power_off) {
+		struct ref_log_stats ls;
+		ref_log_stats(t.fs, &ls);
+		printf("%llu commits, %llu log syncs, then power lost\n",
+		       (unsigned long long)ref_commits(t.fs), (unsigned long long)ls.log_syncs);
+		ref_close(t.fs);
+		struct sim_crash_spec none = { .policy = SIM_CRASH_NONE };
+		int e = sim_volume_crash(t.vol, &none, NULL);
+		if (e && !rc) {
+			snprintf(err, sizeof(err), "power off: %s", sim_volume_error(t.vol));
+			rc = e;
+		}
+	} else if (t.fs) {
 		uint64_t commits = ref_commits(t.fs);
 		int u = ref_umount(t.fs);
 		if (u && !rc) {
@@ -121,9 +138,11 @@ static int cmd_run(int argc, char **argv)
 		{ "host", required_argument, NULL, 'H' },   { "annotate", required_argument, NULL, 'a' },
 		{ "record", no_argument, NULL, 'r' },       { "keep-going", no_argument, NULL, 'k' },
 		{ "verbose", no_argument, NULL, 'v' },      { "seed", required_argument, NULL, 's' },
+		{ "treelog", no_argument, NULL, 'T' },      { "power-off", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 },
 	};
 	struct wl_run_opts ro = { 0 };
+	bool treelog = false, power_off = false;
 	const char *host = NULL, *annotate = NULL;
 	uint64_t seed = 1;
 	int c;
@@ -136,6 +155,8 @@ static int cmd_run(int argc, char **argv)
 		case 'r': ro.record = true; break;
 		case 'k': ro.keep_going = true; break;
 		case 'v': ro.log = stdout; break;
+		case 'T': treelog = true; break;
+		case 'P': power_off = true; break;
 		case 's':
 			if (cli_parse_u64(optarg, &seed, 0))
 				return cli_usage_error(&cli_cmd_run, "--seed takes a number, not '%s'", optarg);
@@ -148,6 +169,9 @@ static int cmd_run(int argc, char **argv)
 		return cli_usage_error(&cli_cmd_run, "no workload given");
 	if (host && argc - optind != 1)
 		return cli_usage_error(&cli_cmd_run, "with --host, give only the workload");
+	if (host && (treelog || power_off))
+		return cli_usage_error(&cli_cmd_run, "--%s is for images, not --host",
+				       treelog ? "treelog" : "power-off");
 	if (!host && argc - optind < 2)
 		return cli_usage_error(&cli_cmd_run, "no image given");
 	struct wl_workload w = { 0 };
@@ -161,7 +185,8 @@ static int cmd_run(int argc, char **argv)
 	}
 	ro.annotate = af;
 	int rc = host ? run_host(host, &w, &ro)
-		      : run_images(argv + optind + 1, argc - optind - 1, seed, &w, &ro);
+		      : run_images(argv + optind + 1, argc - optind - 1, seed, &w, &ro, treelog,
+				   power_off);
 	if (af && fclose(af) && !rc)
 		rc = cli_fail(&cli_cmd_run, "%s: %s", annotate, strerror(errno));
 	wl_free(&w);

@@ -5,6 +5,7 @@
  * new chunks when block groups fill up.
  */
 #include "faults/points.h"
+#include "ref/log_write.h"
 #include "ref/mutant.h"
 #include "ref/rw.h"
 
@@ -355,6 +356,24 @@ int alloc_data(ref_fs *fs, uint64_t want, uint64_t min, uint64_t *start, uint64_
 	if (take(fs, BTRFS_BLOCK_GROUP_DATA, fs->sectorsize, want, min, start, len))
 		return 0;
 	return ref_fail(fs, ENOSPC, "no data space left");
+}
+
+int alloc_log_block(ref_fs *fs, uint64_t *bytenr)
+{
+	uint64_t len;
+	/* The global reserve stays for deletions, and a log never makes a chunk. */
+	if (alloc_free_bytes(fs, BTRFS_BLOCK_GROUP_METADATA) < fs->rw->meta_reserve + fs->nodesize ||
+	    !take(fs, BTRFS_BLOCK_GROUP_METADATA, fs->nodesize, fs->nodesize, fs->nodesize, bytenr,
+		  &len))
+		return -ENOSPC;
+	return 0;
+}
+
+void alloc_log_release(ref_fs *fs, uint64_t bytenr)
+{
+	struct rw_bg *bg = rw_bg_find(fs, bytenr);
+	if (bg)
+		rset_add(&bg->free, bytenr, fs->nodesize); /* (out of memory: the space stays out) */
 }
 
 void alloc_unreserve_data(ref_fs *fs, uint64_t start, uint64_t len)

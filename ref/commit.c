@@ -9,6 +9,7 @@
  * crash before the superblocks leaves the previous commit; after, this one.
  */
 #include "faults/points.h"
+#include "ref/log_write.h"
 #include "ref/mutant.h"
 #include "ref/qgroup.h"
 #include "ref/rw.h"
@@ -336,6 +337,7 @@ int rw_commit(ref_fs *fs)
 	for (size_t i = 0; i < rw->ntrees; i++)
 		rw->trees[i]->dirty = false;
 	alloc_unpin_all(fs);
+	log_committed(fs);
 	qg_committed(fs);
 	return 0;
 }

@@ -332,6 +332,7 @@ int dir_remove(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t l
 		r = root_refs_remove(fs, dir->subvol, target->subvol);
 	if (r || (r = bt_item_cut(fs, t, &k, off, esize)))
 		return r;
+	fs->rw->log_names_removed = true; /* what fsync cannot log yet (log_write.c) */
 	struct ref_key ik = { dir->ino, BTRFS_DIR_INDEX_KEY, index };
 	if ((r = bt_delete_key(fs, t, &ik)))
 		return r == -ENOENT ? ref_fail(fs, EUCLEAN, "directory index %llu missing",

@@ -4,6 +4,7 @@
  * EOPNOTSUPP) and space reserved before anything changes; the first three
  * remove the file's capabilities (vfs_killpriv).
  */
+#include "ref/log_write.h"
 #include "ref/qgroup.h"
 #include "ref/vfs_int.h"
 
@@ -138,7 +139,7 @@ int ref_fsync(ref_fs *fs, const char *path)
 	int r = rw_check_writable(fs);
 	if (r || (r = vfs_resolve(fs, path, true, &ino)))
 		return r;
-	return rw_commit(fs); /* until the log tree exists, fsync commits */
+	return log_fsync(fs, &ino);
 }
 
 int ref_fdatasync(ref_fs *fs, const char *path)

@@ -3,6 +3,7 @@
  * write path supports, the trees changed in the running transaction, and the
  * dirty blocks of the block cache.
  */
+#include "ref/log_write.h"
 #include "ref/qgroup.h"
 #include "ref/rw.h"
 
@@ -248,6 +249,7 @@ void rw_free(ref_fs *fs)
 	struct rw_state *rw = fs->rw;
 	if (!rw)
 		return;
+	log_drop(fs);
 	for (size_t i = 0; i < rw->nbgs; i++)
 		rset_free(&rw->bgs[i].free);
 	free(rw->bgs);

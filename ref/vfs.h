@@ -34,7 +34,33 @@ struct ref_mount_opts {
 	uint32_t clock_start_nsec;
 	/* Dirty metadata that forces a commit (the cache bound); 0: 64 MiB. */
 	uint64_t dirty_limit;
+	/* fsync and fdatasync through the log tree, as the kernel's default
+	 * (ref/log_write.c); false: every fsync commits the transaction, as the
+	 * kernel's -o notreelog.  (Off by default until the crash explorer's
+	 * model holds fsync to the log's promises rather than a commit's.) */
+	bool treelog;
 };
+
+/* Why an fsync committed the whole transaction instead of syncing the log. */
+enum ref_log_full {
+	REF_LOG_FULL_NOTREELOG,
+	REF_LOG_FULL_NEW_CHUNK,    /* a chunk allocated in this transaction (the kernel's too) */
+	REF_LOG_FULL_NAME_REMOVED, /* unlink, rmdir or rename in this transaction (ref: not logged yet) */
+	REF_LOG_FULL_DIRECTORY,    /* fsync of a directory (ref: not logged yet) */
+	REF_LOG_FULL_NO_SPACE,     /* no metadata space for the log blocks */
+	REF_LOG_FULL_TOO_BIG,      /* the transaction's log outgrew its bound */
+	REF_LOG_FULL_ERROR,        /* writing the log failed: the kernel commits too */
+	REF_LOG_FULL_NREASONS
+};
+const char *ref_log_full_reason(enum ref_log_full why);
+
+struct ref_log_stats {
+	uint64_t log_syncs;    /* fsyncs that wrote the log */
+	uint64_t full_commits; /* fsyncs that committed instead */
+	uint64_t full_by_reason[REF_LOG_FULL_NREASONS];
+};
+/* Counted since mount. */
+void ref_log_stats(const ref_fs *fs, struct ref_log_stats *out);
 
 /* Opens the file system for writing.  A file system that the write path
  * cannot keep correct (see ref/README.md) is refused with EROFS and the

@@ -1,0 +1,664 @@
+/*
+ * log_write.c - fsync through the log tree, as the kernel's btrfs_sync_file:
+ * instead of committing the whole transaction, the inode is logged - its
+ * items copied into a log tree of its subvolume - the log blocks written and
+ * flushed, and the primary superblock (the last commit's, unchanged but for
+ * log_root and log_root_level) written with FUA.  After a power loss the
+ * next open replays the log (log_replay.c); the next commit drops it.
+ *
+ * What is logged for a file (the kernel's LOG_INODE_ALL, full sync): its
+ * inode item, every INODE_REF/INODE_EXTREF and xattr, the file extent items
+ * this transaction made (and every preallocated extent reaching past the
+ * size, which replay would otherwise cut), with NO_HOLES an explicit hole
+ * for every gap below the size (so that a hole punched now is punched on
+ * replay too), and the checksums of the new extents as EXTENT_CSUM items.
+ * Each directory on the way up that this transaction created is logged
+ * "exists only" (generation 0: its inode item, names and xattrs), so that
+ * replay can make the new names.
+ *
+ * Unlike the kernel, which copies changed log blocks, each log sync here
+ * writes the whole log of the transaction as new blocks built from the
+ * items kept in memory; the blocks of earlier syncs stay out of free space
+ * until the commit, as the kernel pins them.  The bytes and ordering that
+ * matter to a crash are the kernel's: log blocks, flush, superblock FUA.
+ *
+ * Where the kernel gives up and commits (its full-commit cases) ref does the
+ * same and counts why; ref also commits where it does not log yet what the
+ * kernel logs (a directory fsync, a name removed in this transaction), and
+ * says so in the same counters.
+ */
+#include "faults/points.h"
+#include "ref/build.h"
+#include "ref/log_write.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+static const char *const reason_names[REF_LOG_FULL_NREASONS] = {
+	[REF_LOG_FULL_NOTREELOG] = "notreelog",
+	[REF_LOG_FULL_NEW_CHUNK] = "a chunk allocated in this transaction",
+	[REF_LOG_FULL_NAME_REMOVED] = "a name removed in this transaction (not logged yet)",
+	[REF_LOG_FULL_DIRECTORY] = "a directory fsync (not logged yet)",
+	[REF_LOG_FULL_NO_SPACE] = "no metadata space for the log",
+	[REF_LOG_FULL_TOO_BIG] = "the log outgrew its bound",
+	[REF_LOG_FULL_ERROR] = "an error while logging",
+};
+
+const char *ref_log_full_reason(enum ref_log_full why)
+{
+	return why < REF_LOG_FULL_NREASONS ? reason_names[why] : "?";
+}
+
+void ref_log_stats(const ref_fs *fs, struct ref_log_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (fs->rw)
+		*out = fs->rw->log_stats;
+}
+
+static void item_free(struct log_item *it)
+{
+	free(it->data);
+}
+
+static void sub_free(struct log_sub *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		item_free(&s->it[i]);
+	free(s->it);
+}
+
+void log_drop(ref_fs *fs)
+{
+	struct log_state *ls = fs->rw ? fs->rw->log : NULL;
+	if (!ls)
+		return;
+	for (size_t i = 0; i < ls->nsubs; i++)
+		sub_free(&ls->subs[i]);
+	free(ls->subs);
+	free(ls->blocks);
+	free(ls);
+	fs->rw->log = NULL;
+}
+
+/* The transaction committed: its log is obsolete, and the space of its
+ * blocks free again (the new superblocks, durable now, name no log). */
+void log_committed(ref_fs *fs)
+{
+	struct log_state *ls = fs->rw->log;
+	if (ls)
+		for (size_t i = 0; i < ls->nblocks; i++)
+			alloc_log_release(fs, ls->blocks[i]);
+	log_drop(fs);
+	fs->rw->log_names_removed = false;
+}
+
+static struct log_state *state(ref_fs *fs)
+{
+	if (!fs->rw->log)
+		fs->rw->log = calloc(1, sizeof(struct log_state));
+	return fs->rw->log;
+}
+
+static struct log_sub *sub_get(ref_fs *fs, uint64_t subvol)
+{
+	struct log_state *ls = state(fs);
+	if (!ls)
+		return NULL;
+	for (size_t i = 0; i < ls->nsubs; i++)
+		if (ls->subs[i].subvol == subvol)
+			return &ls->subs[i];
+	if (ls->nsubs == ls->subs_cap) {
+		size_t cap = ls->subs_cap ? 2 * ls->subs_cap : 4;
+		struct log_sub *p = realloc(ls->subs, cap * sizeof(*p));
+		if (!p)
+			return NULL;
+		ls->subs = p;
+		ls->subs_cap = cap;
+	}
+	struct log_sub *s = &ls->subs[ls->nsubs++];
+	memset(s, 0, sizeof(*s));
+	s->subvol = subvol;
+	return s;
+}
+
+/* Drops every item of ino (and with csums, the checksum items: rebuilt). */
+static void sub_forget(struct log_sub *s, uint64_t ino)
+{
+	size_t w = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->it[i].key.objectid == ino)
+			item_free(&s->it[i]);
+		else
+			s->it[w++] = s->it[i];
+	}
+	s->n = w;
+}
+
+static int sub_add(ref_fs *fs, struct log_sub *s, const struct ref_key *k, const void *data,
+		   uint32_t size)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 64;
+		struct log_item *p = realloc(s->it, cap * sizeof(*p));
+		if (!p)
+			return ref_fail(fs, ENOMEM, "out of memory");
+		s->it = p;
+		s->cap = cap;
+	}
+	uint8_t *copy = malloc(size ? size : 1);
+	if (!copy)
+		return ref_fail(fs, ENOMEM, "out of memory");
+	memcpy(copy, data, size);
+	s->it[s->n++] = (struct log_item){ *k, size, copy };
+	return 0;
+}
+
+/* The inode item as the log holds it: generation 0 and size 0 when it only
+ * says the inode exists; nbytes is not kept (replay counts it). */
+static int log_inode_item(ref_fs *fs, struct log_sub *s, const struct ref_ino *in,
+			  const struct btrfs_inode_item *ii, bool exists_only)
+{
+	struct btrfs_inode_item li = *ii;
+	li.nbytes = 0;
+	li.transid = htole64(fs->rw->transid);
+	if (exists_only) {
+		li.generation = 0;
+		li.size = 0;
+	}
+	struct ref_key k = { in->ino, BTRFS_INODE_ITEM_KEY, 0 };
+	return sub_add(fs, s, &k, &li, sizeof(li));
+}
+
+/* Copies the items of ino with key types in [lo, hi] that keep() accepts. */
+typedef bool (*keep_fn)(ref_fs *fs, const struct btrfs_inode_item *ii, const struct ref_key *k,
+			const uint8_t *d, uint32_t size);
+
+static int copy_items(ref_fs *fs, struct log_sub *s, const struct ref_ino *in, uint8_t lo,
+		      uint8_t hi, const struct btrfs_inode_item *ii, keep_fn keep)
+{
+	struct ref_root root;
+	int r = ref_find_root(fs, in->subvol, &root);
+	if (r)
+		return r;
+	struct ref_key k = { in->ino, lo, 0 };
+	struct ref_path p;
+	r = ref_search(fs, &root, &k, &p);
+	while (r == 0) {
+		const uint8_t *d;
+		uint32_t size;
+		ref_path_item(&p, &k, &d, &size);
+		if (k.objectid != in->ino || k.type > hi)
+			break;
+		if ((!keep || keep(fs, ii, &k, d, size)) && (r = sub_add(fs, s, &k, d, size)))
+			break;
+		r = ref_next(fs, &p);
+	}
+	ref_path_release(fs, &p);
+	return r < 0 ? r : 0;
+}
+
+/* File extents the log needs: this transaction's, and prealloc past the size. */
+static bool keep_extent(ref_fs *fs, const struct btrfs_inode_item *ii, const struct ref_key *k,
+			const uint8_t *d, uint32_t size)
+{
+	if (k->type != BTRFS_EXTENT_DATA_KEY || size < offsetof(struct btrfs_file_extent_item, disk_bytenr))
+		return false;
+	const struct btrfs_file_extent_item *fe = (const void *)d;
+	if (LE64(fe->generation) == fs->rw->transid)
+		return true;
+	return fe->type == BTRFS_FILE_EXTENT_PREALLOC && size >= sizeof(*fe) &&
+	       k->offset + LE64(fe->num_bytes) > LE64(ii->size);
+}
+
+static int add_hole(ref_fs *fs, struct log_sub *s, uint64_t ino, uint64_t pos, uint64_t len)
+{
+	struct btrfs_file_extent_item hole;
+	memset(&hole, 0, sizeof(hole));
+	hole.generation = htole64(fs->rw->transid);
+	hole.ram_bytes = htole64(len);
+	hole.type = BTRFS_FILE_EXTENT_REG;
+	hole.num_bytes = htole64(len);
+	struct ref_key k = { ino, BTRFS_EXTENT_DATA_KEY, pos };
+	return sub_add(fs, s, &k, &hole, sizeof(hole));
+}
+
+/* With NO_HOLES, an explicit hole item for each gap in [0, round_up(size)):
+ * replay drops what the last commit had there (a hole punched now). */
+static int log_holes(ref_fs *fs, struct log_sub *s, const struct ref_ino *in,
+		     const struct btrfs_inode_item *ii)
+{
+	if (!(LE64(fs->sb.incompat_flags) & BTRFS_FEATURE_INCOMPAT_NO_HOLES))
+		return 0;
+	uint64_t ss = fs->sectorsize, end = (LE64(ii->size) + ss - 1) / ss * ss, pos = 0;
+	struct ref_root root;
+	int r = ref_find_root(fs, in->subvol, &root);
+	if (r)
+		return r;
+	struct ref_key k = { in->ino, BTRFS_EXTENT_DATA_KEY, 0 };
+	struct ref_path p;
+	r = ref_search(fs, &root, &k, &p);
+	while (r == 0 && pos < end) {
+		const uint8_t *d;
+		uint32_t size;
+		ref_path_item(&p, &k, &d, &size);
+		if (k.objectid != in->ino || k.type != BTRFS_EXTENT_DATA_KEY)
+			break;
+		const struct btrfs_file_extent_item *fe = (const void *)d;
+		uint64_t e = fe->type == BTRFS_FILE_EXTENT_INLINE
+				     ? (k.offset + LE64(fe->ram_bytes) + ss - 1) / ss * ss
+				     : k.offset + LE64(fe->num_bytes);
+		if (k.offset > pos && (r = add_hole(fs, s, in->ino, pos,
+						    (k.offset < end ? k.offset : end) - pos)))
+			break;
+		if (e > pos)
+			pos = e;
+		r = ref_next(fs, &p);
+	}
+	ref_path_release(fs, &p);
+	if (r < 0)
+		return r;
+	return pos < end ? add_hole(fs, s, in->ino, pos, end - pos) : 0;
+}
+
+/* An inode "exists only": item (generation 0), names, xattrs. */
+static int log_exists(ref_fs *fs, struct log_sub *s, const struct ref_ino *in)
+{
+	struct ref_key k = { in->ino, BTRFS_INODE_ITEM_KEY, 0 };
+	for (size_t i = 0; i < s->n; i++)
+		if (!ref_key_cmp(&s->it[i].key, &k) &&
+		    LE64(((const struct btrfs_inode_item *)s->it[i].data)->generation))
+			return 0; /* logged whole already */
+	struct btrfs_inode_item ii;
+	int r = inode_read(fs, in, &ii);
+	if (r)
+		return r;
+	sub_forget(s, in->ino);
+	if ((r = log_inode_item(fs, s, in, &ii, true)))
+		return r;
+	return copy_items(fs, s, in, BTRFS_INODE_REF_KEY, BTRFS_XATTR_ITEM_KEY, &ii, NULL);
+}
+
+/* The parent directories of in's names (INODE_REF offsets, extref parents). */
+static int parents_of(ref_fs *fs, const struct ref_ino *in, uint64_t **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	size_t cap = 0;
+	struct ref_root root;
+	int r = ref_find_root(fs, in->subvol, &root);
+	if (r)
+		return r;
+	struct ref_key k = { in->ino, BTRFS_INODE_REF_KEY, 0 };
+	struct ref_path p;
+	r = ref_search(fs, &root, &k, &p);
+	while (r == 0) {
+		const uint8_t *d;
+		uint32_t size;
+		ref_path_item(&p, &k, &d, &size);
+		if (k.objectid != in->ino || k.type > BTRFS_INODE_EXTREF_KEY)
+			break;
+		for (uint32_t pos = 0;;) {
+			uint64_t parent;
+			uint32_t len;
+			if (k.type == BTRFS_INODE_REF_KEY) {
+				if (pos + sizeof(struct btrfs_inode_ref) > size)
+					break;
+				parent = k.offset;
+				len = (uint32_t)sizeof(struct btrfs_inode_ref) + le16(d + pos + 8);
+			} else {
+				if (pos + sizeof(struct btrfs_inode_extref) > size)
+					break;
+				const struct btrfs_inode_extref *x = (const void *)(d + pos);
+				parent = LE64(x->parent_objectid);
+				len = (uint32_t)sizeof(*x) + LE16(x->name_len);
+			}
+			if (*n == cap) {
+				cap = cap ? 2 * cap : 4;
+				uint64_t *np = realloc(*out, cap * sizeof(*np));
+				if (!np) {
+					ref_path_release(fs, &p);
+					return ref_fail(fs, ENOMEM, "out of memory");
+				}
+				*out = np;
+			}
+			(*out)[(*n)++] = parent;
+			pos += len;
+			if (k.type == BTRFS_INODE_REF_KEY)
+				break; /* one parent per INODE_REF item */
+		}
+		r = ref_next(fs, &p);
+	}
+	ref_path_release(fs, &p);
+	return r < 0 ? r : 0;
+}
+
+/* Each directory above in's names that this transaction made, up to the
+ * first older one, logged "exists only" (the kernel's new ancestors). */
+static int log_new_ancestors(ref_fs *fs, struct log_sub *s, const struct ref_ino *in)
+{
+	uint64_t *par;
+	size_t n;
+	int r = parents_of(fs, in, &par, &n);
+	for (size_t i = 0; !r && i < n; i++) {
+		struct ref_ino dir = { in->subvol, par[i] };
+		for (int depth = 0; !r && depth < 4096; depth++) {
+			struct btrfs_inode_item ii;
+			if (dir.ino == in->ino || (r = inode_read(fs, &dir, &ii)))
+				break;
+			if (LE64(ii.generation) != fs->rw->transid)
+				break; /* committed: its name is there */
+			if ((r = log_exists(fs, s, &dir)))
+				break;
+			struct ref_ino up;
+			if (dir.ino == BTRFS_FIRST_FREE_OBJECTID || (r = vfs_dotdot(fs, &dir, &up)))
+				break;
+			if (up.subvol != dir.subvol || up.ino == dir.ino)
+				break;
+			dir = up;
+		}
+	}
+	free(par);
+	return r;
+}
+
+/* The inode whole (LOG_INODE_ALL), replacing what an earlier sync logged. */
+static int log_inode_all(ref_fs *fs, struct log_sub *s, const struct ref_ino *in,
+			 const struct btrfs_inode_item *ii)
+{
+	sub_forget(s, in->ino);
+	int r = log_inode_item(fs, s, in, ii, false);
+	if (!r)
+		r = copy_items(fs, s, in, BTRFS_INODE_REF_KEY, BTRFS_XATTR_ITEM_KEY, ii, NULL);
+	if (!r)
+		r = copy_items(fs, s, in, BTRFS_EXTENT_DATA_KEY, BTRFS_EXTENT_DATA_KEY, ii,
+			       keep_extent);
+	if (!r)
+		r = log_holes(fs, s, in, ii);
+	return r;
+}
+
+/* ---- Writing the log ---- */
+
+static int cmp_item(const void *a, const void *b)
+{
+	return ref_key_cmp(&((const struct log_item *)a)->key, &((const struct log_item *)b)->key);
+}
+
+/* The checksums of the sub's new regular extents, as EXTENT_CSUM items. */
+static int csum_items(ref_fs *fs, const struct log_sub *s, struct log_sub *out)
+{
+	struct rset want = { 0 };
+	int r = 0;
+	for (size_t i = 0; i < s->n && !r; i++) {
+		const struct log_item *it = &s->it[i];
+		if (it->key.type != BTRFS_EXTENT_DATA_KEY || it->size < sizeof(struct btrfs_file_extent_item))
+			continue;
+		const struct btrfs_file_extent_item *fe = (const void *)it->data;
+		if (fe->type != BTRFS_FILE_EXTENT_REG || !LE64(fe->disk_bytenr) ||
+		    LE64(fe->generation) != fs->rw->transid)
+			continue;
+		uint64_t a = LE64(fe->disk_bytenr) + (fe->compression ? 0 : LE64(fe->offset));
+		uint64_t len = fe->compression ? LE64(fe->disk_num_bytes) : LE64(fe->num_bytes);
+		if (rset_add(&want, a, len))
+			r = ref_fail(fs, ENOMEM, "out of memory");
+	}
+	uint64_t per = (leaf_space(fs->nodesize) - 2 * (uint32_t)ITEM_SIZE) / fs->csum_size - 1;
+	uint8_t *cs = malloc(per * fs->csum_size);
+	bool *have = malloc(per * sizeof(*have));
+	if (!r && (!cs || !have))
+		r = ref_fail(fs, ENOMEM, "out of memory");
+	for (size_t i = 0; i < want.n && !r; i++) {
+		for (uint64_t a = want.r[i][0]; a < want.r[i][1] && !r;) {
+			uint64_t n = (want.r[i][1] - a) / fs->sectorsize;
+			if (n > per)
+				n = per;
+			if ((r = data_csums(fs, a, n, cs, have)))
+				break;
+			/* Runs of sectors that have checksums (none: nodatasum). */
+			for (uint64_t j = 0; j < n && !r;) {
+				if (!have[j]) {
+					j++;
+					continue;
+				}
+				uint64_t e = j;
+				while (e < n && have[e])
+					e++;
+				struct ref_key k = { BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY,
+						     a + j * fs->sectorsize };
+				r = sub_add(fs, out, &k, cs + j * fs->csum_size,
+					    (uint32_t)((e - j) * fs->csum_size));
+				j = e;
+			}
+			a += n * fs->sectorsize;
+		}
+	}
+	free(cs);
+	free(have);
+	rset_free(&want);
+	return r;
+}
+
+/* A block of metadata space for the log, taken out of free space until the
+ * commit; -ENOSPC when none (the caller commits instead). */
+static int log_block(ref_fs *fs, uint64_t *bytenr)
+{
+	struct log_state *ls = fs->rw->log;
+	if (ls->nblocks == ls->blocks_cap) {
+		size_t cap = ls->blocks_cap ? 2 * ls->blocks_cap : 16;
+		uint64_t *p = realloc(ls->blocks, cap * sizeof(*p));
+		if (!p)
+			return ref_fail(fs, ENOMEM, "out of memory");
+		ls->blocks = p;
+		ls->blocks_cap = cap;
+	}
+	int r = alloc_log_block(fs, bytenr);
+	if (!r)
+		ls->blocks[ls->nblocks++] = *bytenr;
+	return r;
+}
+
+/* Builds items[0..n) (sorted) as a new tree of log blocks and writes them;
+ * *root and *level get its root. */
+static int write_tree(ref_fs *fs, struct log_item *items, size_t n, uint64_t *root,
+		      uint8_t *level)
+{
+	struct build_item *bi = malloc((n + 1) * sizeof(*bi));
+	if (!bi)
+		return ref_fail(fs, ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		bi[i] = (struct build_item){ items[i].key, items[i].size, items[i].data };
+	size_t count = build_count(fs->nodesize, bi, n);
+	uint64_t *addr = malloc(count * sizeof(*addr));
+	uint8_t *buf = malloc(count * (size_t)fs->nodesize);
+	int r = addr && buf ? 0 : ref_fail(fs, ENOMEM, "out of memory");
+	for (size_t b = 0; b < count && !r; b++)
+		r = log_block(fs, &addr[b]);
+	if (!r) {
+		struct build_header h = { .generation = fs->rw->transid,
+					  .owner = BTRFS_TREE_LOG_OBJECTID,
+					  .csum_type = fs->csum_type,
+					  .nodesize = fs->nodesize };
+		memcpy(h.fsid, fs->meta_fsid, sizeof(h.fsid));
+		memcpy(h.chunk_tree_uuid, fs->rw->chunk_tree_uuid, sizeof(h.chunk_tree_uuid));
+		int lv = build_emit(&h, bi, n, addr, count, buf);
+		if (lv < 0)
+			r = ref_fail(fs, -lv, "log tree: an item does not fit in a leaf");
+		else {
+			*root = addr[count - 1];
+			*level = (uint8_t)lv;
+		}
+	}
+	for (size_t b = 0; b < count && !r; b++) {
+		int e = FP_FAIL(FP_REF_COMMIT_WRITE_BLOCKS);
+		r = e ? ref_fail(fs, e, "log: writing block %llu (fault point %s)",
+				 (unsigned long long)addr[b], FP_REF_COMMIT_WRITE_BLOCKS)
+		      : ref_write_logical(fs, addr[b], buf + b * fs->nodesize, fs->nodesize);
+	}
+	free(bi);
+	free(addr);
+	free(buf);
+	return r;
+}
+
+/* The last commit's primary superblock on each device, with the log named. */
+static int write_log_supers(ref_fs *fs, uint64_t log_root, uint8_t level)
+{
+	for (size_t d = 0; d < fs->ndevs; d++) {
+		if (fs->devs[d].disk < 0)
+			continue;
+		unsigned disk = (unsigned)fs->devs[d].disk;
+		struct btrfs_super_disk sb;
+		uint64_t off = btrfs_super_offset(0);
+		int r = sim_read(fs->vol, disk, off, &sb, sizeof(sb));
+		if (r)
+			return ref_fail(fs, -r, "log: reading superblock of device %llu: %s",
+					(unsigned long long)fs->devs[d].devid, sim_volume_error(fs->vol));
+		if (LE64(sb.generation) != fs->generation)
+			return ref_fail(fs, EUCLEAN, "log: device %llu's superblock is not the last commit's",
+					(unsigned long long)fs->devs[d].devid);
+		sb.log_root = htole64(log_root);
+		sb.log_root_level = level;
+		ref_csum(fs->csum_type, (uint8_t *)&sb + BTRFS_CSUM_BYTES,
+			 BTRFS_SUPER_SIZE - BTRFS_CSUM_BYTES, sb.csum);
+		int e = FP_FAIL(FP_REF_COMMIT_SUPER);
+		if (e)
+			return ref_fail(fs, e, "log: writing the superblock of device %llu (fault point %s)",
+					(unsigned long long)fs->devs[d].devid, FP_REF_COMMIT_SUPER);
+		if ((r = sim_write(fs->vol, disk, off, &sb, sizeof(sb), SIM_FUA)))
+			return ref_fail(fs, -r, "log: writing the superblock of device %llu: %s",
+					(unsigned long long)fs->devs[d].devid, sim_volume_error(fs->vol));
+	}
+	return 0;
+}
+
+static int flush_all(ref_fs *fs)
+{
+	for (size_t d = 0; d < fs->ndevs; d++) {
+		if (fs->devs[d].disk < 0)
+			continue;
+		int e = FP_FAIL(FP_REF_COMMIT_FLUSH);
+		if (!e)
+			e = -sim_flush(fs->vol, (unsigned)fs->devs[d].disk);
+		if (e)
+			return ref_fail(fs, e, "log: flushing device %llu: %s",
+					(unsigned long long)fs->devs[d].devid, sim_volume_error(fs->vol));
+	}
+	return 0;
+}
+
+/* Writes every subvolume's log, the log root tree, flushes, then the superblocks. */
+static int log_sync(ref_fs *fs)
+{
+	struct log_state *ls = fs->rw->log;
+	size_t nsubs = ls->nsubs;
+	struct log_item *roots = calloc(nsubs + 1, sizeof(*roots));
+	struct btrfs_root_item *ris = calloc(nsubs + 1, sizeof(*ris));
+	int r = roots && ris ? 0 : ref_fail(fs, ENOMEM, "out of memory");
+	for (size_t i = 0; i < nsubs && !r; i++) {
+		struct log_sub *s = &ls->subs[i];
+		struct log_sub all = { .subvol = s->subvol };
+		for (size_t j = 0; j < s->n && !r; j++)
+			r = sub_add(fs, &all, &s->it[j].key, s->it[j].data, s->it[j].size);
+		if (!r)
+			r = csum_items(fs, s, &all);
+		if (!r)
+			qsort(all.it, all.n, sizeof(*all.it), cmp_item);
+		uint64_t bytenr = 0;
+		uint8_t level = 0;
+		if (!r)
+			r = write_tree(fs, all.it, all.n, &bytenr, &level);
+		sub_free(&all);
+		if (r)
+			break;
+		struct btrfs_root_item *ri = &ris[i];
+		ri->inode.generation = htole64(1);
+		ri->inode.size = htole64(3);
+		ri->inode.nlink = htole32(1);
+		ri->inode.nbytes = htole64(fs->nodesize);
+		ri->inode.mode = htole32(040755);
+		ri->generation = htole64(fs->rw->transid);
+		ri->generation_v2 = ri->generation;
+		ri->bytenr = htole64(bytenr);
+		ri->level = level;
+		roots[i] = (struct log_item){ { BTRFS_TREE_LOG_OBJECTID, BTRFS_ROOT_ITEM_KEY, s->subvol },
+					      (uint32_t)sizeof(*ri), (uint8_t *)ri };
+	}
+	uint64_t root = 0;
+	uint8_t level = 0;
+	if (!r) {
+		qsort(roots, nsubs, sizeof(*roots), cmp_item);
+		r = write_tree(fs, roots, nsubs, &root, &level);
+	}
+	free(roots);
+	free(ris);
+	if (!r) /* the log and the data it names durable before a superblock names it */
+		r = flush_all(fs);
+	if (!r)
+		r = write_log_supers(fs, root, level);
+	return r;
+}
+
+/* Whether the transaction's log would outgrow what one sync should write. */
+static bool too_big(ref_fs *fs)
+{
+	size_t items = 0;
+	for (size_t i = 0; i < fs->rw->log->nsubs; i++)
+		items += fs->rw->log->subs[i].n;
+	return items > LOG_MAX_ITEMS;
+}
+
+static int full_commit(ref_fs *fs, enum ref_log_full why)
+{
+	fs->rw->log_stats.full_commits++;
+	fs->rw->log_stats.full_by_reason[why]++;
+	return rw_commit(fs);
+}
+
+int log_fsync(ref_fs *fs, const struct ref_ino *in)
+{
+	struct rw_state *rw = fs->rw;
+	if (!rw->treelog)
+		return full_commit(fs, REF_LOG_FULL_NOTREELOG);
+	if (!rw->in_txn) /* nothing since the last commit: it holds everything */
+		return 0;
+	struct btrfs_inode_item ii;
+	int r = inode_read(fs, in, &ii);
+	if (r)
+		return r;
+	if (S_ISDIR(LE32(ii.mode)))
+		return full_commit(fs, REF_LOG_FULL_DIRECTORY);
+	if (rw->npending)
+		return full_commit(fs, REF_LOG_FULL_NEW_CHUNK);
+	if (rw->log_names_removed)
+		return full_commit(fs, REF_LOG_FULL_NAME_REMOVED);
+	struct log_sub *s = sub_get(fs, in->subvol);
+	if (!s)
+		return ref_fail(fs, ENOMEM, "out of memory");
+	uint64_t blocks_before = rw->log->nblocks;
+	r = log_inode_all(fs, s, in, &ii);
+	if (!r)
+		r = log_new_ancestors(fs, s, in);
+	if (!r && too_big(fs))
+		return full_commit(fs, REF_LOG_FULL_TOO_BIG);
+	if (!r)
+		r = log_sync(fs);
+	if (r == -ENOSPC) {
+		/* The blocks this sync took go back; the commit holds everything. */
+		for (uint64_t b = blocks_before; b < rw->log->nblocks; b++)
+			alloc_log_release(fs, rw->log->blocks[b]);
+		rw->log->nblocks = blocks_before;
+		return full_commit(fs, REF_LOG_FULL_NO_SPACE);
+	}
+	if (r) {
+		/* The disks may hold a torn log: the kernel commits (the commit's
+		 * superblocks name no log); so does ref, or fails with the reason. */
+		rw->log_stats.full_by_reason[REF_LOG_FULL_ERROR]++;
+		rw->log_stats.full_commits++;
+		int c = rw_commit(fs);
+		return c ? c : 0;
+	}
+	rw->log_stats.log_syncs++;
+	return 0;
+}
