@@ -24,6 +24,9 @@
 	"                      metadata are RAID1 and each disk crashes on its own\n" \
 	"  --profile P         data and metadata in profile P instead (single, dup,\n" \
 	"                      raid0, raid1, raid1c3, raid1c4, raid10, raid5, raid6)\n" \
+	"  --treelog           fsync and fdatasync write the log tree (the kernel's\n" \
+	"                      default; without it each commits, as -o notreelog), and\n" \
+	"                      each state is judged by the log's promises\n" \
 	"  --lose-disk         judge each state again with each disk lost (degraded):\n" \
 	"                      a legal state, or unreadable (the RAID5/6 write hole,\n" \
 	"                      counted), never wrong; not with --db\n" \
@@ -37,6 +40,7 @@
  * share these options have short letters of their own). */
 #define EXPLORE_OPT_PROFILE 0x100
 #define EXPLORE_OPT_LOSE_DISK 0x101
+#define EXPLORE_OPT_TREELOG 0x102
 
 #define EXPLORE_LONG_OPTS \
 	{ "max-subset", required_argument, NULL, 'k' }, { "samples", required_argument, NULL, 'n' }, \
@@ -44,7 +48,8 @@
 	{ "nodesize", required_argument, NULL, 'N' }, { "disks", required_argument, NULL, 'K' }, \
 	{ "faults", required_argument, NULL, 'F' }, { "quota", no_argument, NULL, 'Q' }, \
 	{ "profile", required_argument, NULL, EXPLORE_OPT_PROFILE }, \
-	{ "lose-disk", no_argument, NULL, EXPLORE_OPT_LOSE_DISK }
+	{ "lose-disk", no_argument, NULL, EXPLORE_OPT_LOSE_DISK }, \
+	{ "treelog", no_argument, NULL, EXPLORE_OPT_TREELOG }
 
 struct cli_explore {
 	struct explore_opts o;

@@ -30,6 +30,7 @@
 #include "faults/points.h"
 #include "ref/build.h"
 #include "ref/log_write.h"
+#include "ref/mutant.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -229,7 +230,7 @@ static int add_hole(ref_fs *fs, struct log_sub *s, uint64_t ino, uint64_t pos, u
 static int log_holes(ref_fs *fs, struct log_sub *s, const struct ref_ino *in,
 		     const struct btrfs_inode_item *ii)
 {
-	if (!(LE64(fs->sb.incompat_flags) & BTRFS_FEATURE_INCOMPAT_NO_HOLES))
+	if (!(LE64(fs->sb.incompat_flags) & BTRFS_FEATURE_INCOMPAT_NO_HOLES) || MUTANT(LOG_NO_HOLES))
 		return 0;
 	uint64_t ss = fs->sectorsize, end = (LE64(ii->size) + ss - 1) / ss * ss, pos = 0;
 	struct ref_root root;
@@ -370,7 +371,8 @@ static int log_inode_all(ref_fs *fs, struct log_sub *s, const struct ref_ino *in
 	sub_forget(s, in->ino);
 	int r = log_inode_item(fs, s, in, ii, false);
 	if (!r)
-		r = copy_items(fs, s, in, BTRFS_INODE_REF_KEY, BTRFS_XATTR_ITEM_KEY, ii, NULL);
+		r = copy_items(fs, s, in, MUTANT(LOG_NO_NAMES) ? BTRFS_XATTR_ITEM_KEY : BTRFS_INODE_REF_KEY,
+			       BTRFS_XATTR_ITEM_KEY, ii, NULL);
 	if (!r)
 		r = copy_items(fs, s, in, BTRFS_EXTENT_DATA_KEY, BTRFS_EXTENT_DATA_KEY, ii,
 			       keep_extent);
@@ -561,7 +563,7 @@ static int log_sync(ref_fs *fs)
 		struct log_sub all = { .subvol = s->subvol };
 		for (size_t j = 0; j < s->n && !r; j++)
 			r = sub_add(fs, &all, &s->it[j].key, s->it[j].data, s->it[j].size);
-		if (!r)
+		if (!r && !MUTANT(LOG_NO_CSUM))
 			r = csum_items(fs, s, &all);
 		if (!r)
 			qsort(all.it, all.n, sizeof(*all.it), cmp_item);
@@ -593,10 +595,13 @@ static int log_sync(ref_fs *fs)
 	}
 	free(roots);
 	free(ris);
-	if (!r) /* the log and the data it names durable before a superblock names it */
+	/* The log and the data it names durable before a superblock names it. */
+	if (!r && !MUTANT(LOG_SUPER_FIRST))
 		r = flush_all(fs);
 	if (!r)
 		r = write_log_supers(fs, root, level);
+	if (!r && MUTANT(LOG_SUPER_FIRST))
+		r = flush_all(fs);
 	return r;
 }
 

@@ -75,7 +75,7 @@ static bool has_subvol_ops(const struct wl_workload *w)
 
 static int record(struct ex *x, sim_volume *vol, char *err, size_t errlen)
 {
-	struct ref_mount_opts mo = { .open = { .super_mirror = -1 } };
+	struct ref_mount_opts mo = { .open = { .super_mirror = -1 }, .treelog = x->o->treelog };
 	ref_fs *fs;
 	if (ref_mount(vol, &mo, &fs, err, errlen))
 		return -EIO;
@@ -109,12 +109,19 @@ static int record(struct ex *x, sim_volume *vol, char *err, size_t errlen)
 		int got = 0;
 		uint64_t written = 0;
 		char msg[256] = "";
+		struct ref_log_stats ls0, ls1;
+		ref_log_stats(fs, &ls0);
 		if (op->kind != WL_MARK && op->kind != WL_CRASH)
 			got = -wl_exec_ref_partial(fs, op, &written, msg, sizeof(msg));
+		ref_log_stats(fs, &ls1);
 		x->res->results[j] = got;
 		size_t after;
 		sim_volume_log(vol, &after);
-		x->spans[j] = (struct span){ before, after, persists(op->kind) && got == 0, op->line };
+		/* An fsync that synced the log committed nothing: what it promised
+		 * is the log's (explore_logtree.c), not a commit's. */
+		bool log_sync = ls1.log_syncs > ls0.log_syncs;
+		x->spans[j] = (struct span){ before, after, persists(op->kind) && got == 0 && !log_sync,
+					     op->line, log_sync, NULL };
 		/* A write that failed part-way (ENOSPC, EDQUOT, EIO): the model
 		 * takes the bytes that went in, as a short write. */
 		struct wl_op part;
@@ -130,7 +137,8 @@ static int record(struct ex *x, sim_volume *vol, char *err, size_t errlen)
 				 x->w->name ? x->w->name : "workload", op->line, merr);
 			r = -EINVAL;
 		} else if (!(x->snaps[j + 1] = model_describe(m)) ||
-			   (x->subv && !(x->subv[j + 1] = model_describe_subvols(m)))) {
+			   (x->subv && !(x->subv[j + 1] = model_describe_subvols(m))) ||
+			   (log_sync && !(x->spans[j].logged = model_names_of(m, op->path)))) {
 			r = fail(err, errlen, ENOMEM, "%s", "out of memory");
 		}
 		x->res->ops++;
@@ -613,6 +621,8 @@ int explore_run(const struct wl_workload *w, const struct explore_opts *o,
 	for (size_t j = 0; x.subv && j <= w->n + 1; j++)
 		free(x.subv[j]);
 	free(x.subv);
+	for (size_t j = 0; x.spans && j <= w->n; j++)
+		free(x.spans[j].logged);
 	free(x.spans);
 	free(x.dmg);
 	if (base)

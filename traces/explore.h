@@ -82,6 +82,9 @@ struct explore_opts {
 	 * read (the write hole: a row whose data and parity the crash left
 	 * disagreeing loses what the lost disk held); never wrong bytes. */
 	bool lose_disk;
+	/* fsync through the log tree (ref_mount_opts.treelog), judged by the
+	 * log's promises (explore_logtree.c) rather than a commit's. */
+	bool treelog;
 	const struct fault_plan *faults; /* armed while the workload runs (NULL: none) */
 	const struct explore_sink *sink; /* NULL: nothing recorded */
 	FILE *log;           /* one line per crash point (NULL: quiet) */

@@ -14,8 +14,12 @@
  * durability on return. */
 struct span {
 	size_t start, end;
-	bool persist;
+	bool persist; /* a commit that had returned holds the ops up to here */
 	size_t line;
+	/* With treelog: the op was an fsync that synced the log (no commit),
+	 * and the names of the inode it logged (model_names_of, after it). */
+	bool log_sync;
+	char *logged;
 };
 
 struct ex {
@@ -50,6 +54,15 @@ struct ex {
  * faults changed what this state's disks hold, so damage that checksums
  * catch (a mount, check or read failing on a checksum or EIO) is the right
  * outcome (detected); without it every such failure is a violation. */
+/* explore_logtree.c: whether the recovered description text is legal at crash
+ * point `point` with the fsync log replayed on some commit c in [lo, hi]:
+ * 1, 0, or -1 out of memory. */
+int explore_logtree_legal(const struct ex *x, size_t point, size_t lo, size_t hi, const char *text);
+/* The first state the plain comparison may take: none before a log sync
+ * that had returned (what it logged must be there; explore_logtree_legal
+ * judges the states of earlier commits with the log on top). */
+size_t explore_logtree_floor(const struct ex *x, size_t point, size_t lo, size_t hi);
+
 enum explore_verdict explore_judge(const struct ex *x, sim_volume *v, size_t point, bool damaged,
 				   char *why, size_t whylen);
 

@@ -251,8 +251,11 @@ static enum explore_verdict judge_lost_disks(const struct ex *x, sim_volume *v, 
 			continue;
 		}
 		bool ok = false;
-		for (size_t j = lo; j <= hi && !ok; j++)
+		size_t from = x->o->treelog ? explore_logtree_floor(x, point, lo, hi) : lo;
+		for (size_t j = from; j <= hi && !ok; j++)
 			ok = !strcmp(text, x->snaps[j]);
+		if (!ok && x->o->treelog)
+			ok = explore_logtree_legal(x, point, lo, hi, text) > 0;
 		if (!ok) {
 			char diff[1200];
 			first_diff(x->snaps[hi], text, diff, sizeof(diff));
@@ -307,7 +310,8 @@ enum explore_verdict explore_judge(const struct ex *x, sim_volume *v, size_t poi
 		 * which are a snapshot's stand-ins. */
 		char *subv = NULL, sverr[512] = "";
 		size_t tj = SIZE_MAX; /* a state whose tree matched */
-		for (size_t j = lo; text && j <= hi && !ok; j++) {
+		size_t from = x->o->treelog ? explore_logtree_floor(x, point, lo, hi) : lo;
+		for (size_t j = from; text && j <= hi && !ok; j++) {
 			if (strcmp(text, x->snaps[j]))
 				continue;
 			if (tj == SIZE_MAX)
@@ -317,7 +321,15 @@ enum explore_verdict explore_judge(const struct ex *x, sim_volume *v, size_t poi
 				snprintf(sverr, sizeof(sverr), "out of memory");
 			ok = !x->subv || (subv && !strcmp(subv, x->subv[j]));
 		}
-		if (text && !ok && sverr[0]) {
+		/* With the log tree: the last commit with the fsync log replayed. */
+		int lg = 0;
+		if (text && !ok && tj == SIZE_MAX && x->o->treelog &&
+		    (lg = explore_logtree_legal(x, point, lo, hi, text)) > 0)
+			ok = true;
+		if (lg < 0) {
+			snprintf(why, whylen, "judging the log's promises: out of memory");
+			verdict = EXPLORE_READ;
+		} else if (text && !ok && sverr[0]) {
 			snprintf(why, whylen, "reading the recovered subvolumes: %s", sverr);
 			verdict = damaged && detected(sverr) ? EXPLORE_DETECTED : EXPLORE_READ;
 		} else if (text && !ok && tj != SIZE_MAX) {

@@ -1644,3 +1644,71 @@ char *model_describe_subvols(const struct model *m)
 	free(l.v);
 	return out;
 }
+
+/* ---- The names of one inode ------------------------------------------------ */
+
+struct names {
+	const struct model *m;
+	uint32_t target;
+	char **v;
+	size_t n, cap;
+};
+
+static int names_dir(struct names *nw, const char *path, uint32_t ino)
+{
+	const struct minode *d = nw->m->ino[ino];
+	int r = 0;
+	for (size_t i = 0; i < d->nents && !r; i++) {
+		uint32_t c = d->ents[i].ino;
+		bool dir = S_ISDIR(nw->m->ino[c]->mode);
+		if (c != nw->target && !dir)
+			continue;
+		char *sub = mf_path_join(path, d->ents[i].name, strlen(d->ents[i].name));
+		if (!sub)
+			return -ENOMEM;
+		if (c == nw->target) {
+			if (nw->n == nw->cap) {
+				size_t cap = nw->cap ? 2 * nw->cap : 4;
+				char **p = realloc(nw->v, cap * sizeof(*p));
+				if (!p) {
+					free(sub);
+					return -ENOMEM;
+				}
+				nw->v = p;
+				nw->cap = cap;
+			}
+			size_t l = strlen(sub);
+			char *line = malloc(l + 2);
+			if (!line) {
+				free(sub);
+				return -ENOMEM;
+			}
+			memcpy(line, sub, l);
+			memcpy(line + l, "\n", 2);
+			nw->v[nw->n++] = line;
+		}
+		if (dir && c != nw->target && nw->m->ino[c]->kind != K_STANDIN)
+			r = names_dir(nw, sub, c);
+		free(sub);
+	}
+	return r;
+}
+
+char *model_names_of(const struct model *m, const char *path)
+{
+	struct why why = { 0 };
+	uint32_t ino;
+	if (resolve(m, path, true, &ino, &why))
+		return NULL;
+	struct names nw = { .m = m, .target = ino };
+	char *out = NULL;
+	if (ino == ROOT) {
+		out = strdup("/\n");
+	} else if (!names_dir(&nw, "/", ROOT)) {
+		out = model_lines_join(nw.v, nw.n);
+	}
+	for (size_t i = 0; i < nw.n; i++)
+		free(nw.v[i]);
+	free(nw.v);
+	return out;
+}

@@ -90,4 +90,10 @@ char *model_describe_subvols(const struct model *m);
  * order of model_describe_subvols, for whoever builds the other side. */
 char *model_lines_join(char **v, size_t n);
 
+/* Every name of the object PATH leads to (a final symlink followed, as
+ * open(2) does), as escaped manifest paths one per line, sorted: what an
+ * fsync of PATH logs the names of.  NULL when PATH leads nowhere or out of
+ * memory. */
+char *model_names_of(const struct model *m, const char *path);
+
 #endif

@@ -167,6 +167,9 @@ static const char *const migrations[STORE_VERSION] = {
 	"  failed INTEGER NOT NULL,"   /* rc_row_failed */
 	"  verdict TEXT NOT NULL,"     /* rc_row_verdict */
 	"  PRIMARY KEY (campaign_id, idx)) WITHOUT ROWID;",
+	/* 4 -> 5: runs whose fsyncs wrote the log tree (explore --treelog):
+	 * a replay must mount the same way. */
+	"ALTER TABLE runs ADD COLUMN treelog INTEGER NOT NULL DEFAULT 0;",
 };
 
 void store_seterr(char *err, size_t errlen, const char *fmt, ...)

@@ -22,7 +22,7 @@
 #include <stdio.h>
 
 /* The schema version this code writes and understands. */
-#define STORE_VERSION 4
+#define STORE_VERSION 5
 
 struct store;
 

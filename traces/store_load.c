@@ -35,7 +35,7 @@ int store_load_run(struct store *s, int64_t id, struct store_run_row *out, char 
 	if (store_prep(s,
 		       "SELECT r.kind, w.text, r.faults, r.seed, r.ndisks, r.disk_size, r.nodesize,"
 		       " r.data_profile, r.meta_profile, r.max_subset, r.samples, r.torn, r.mkfs_ios,"
-		       " r.ops, r.states, r.violations, r.status, r.skip_ops, r.build"
+		       " r.ops, r.states, r.violations, r.status, r.skip_ops, r.build, r.treelog"
 		       " FROM runs r JOIN workloads w ON w.id = r.workload_id WHERE r.id = ?1",
 		       &st, err, errlen))
 		return -1;
@@ -73,6 +73,7 @@ int store_load_run(struct store *s, int64_t id, struct store_run_row *out, char 
 		out->status = sqlite3_column_int(st, 16);
 		out->o.skip_ops = (size_t)sqlite3_column_int64(st, 17);
 		out->build = dup_col(st, 18);
+		out->o.treelog = sqlite3_column_int(st, 19) != 0;
 		if (!out->kind || !out->workload) {
 			store_seterr(err, errlen, "%s: out of memory", s->path);
 			store_run_row_free(out);

@@ -208,8 +208,8 @@ int store_run_begin(struct store *s, const struct store_run_info *in, struct sto
 	    store_prep(s,
 		       "INSERT INTO runs(kind, seed, build, config, workload_id, started, campaign_id,"
 		       " ndisks, disk_size, nodesize, data_profile, meta_profile, max_subset, samples,"
-		       " torn, faults, skip_ops, name) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,"
-		       " ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+		       " torn, faults, skip_ops, name, treelog) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,"
+		       " ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
 		       &ins_run, err, errlen) ||
 	    store_prep(s,
 		       "INSERT INTO io(run_id, idx, seq, disk, kind, sector, nsectors, epoch, status,"
@@ -252,6 +252,7 @@ int store_run_begin(struct store *s, const struct store_run_info *in, struct sto
 	store_bind_text(ins_run, 16, in->faults);
 	sqlite3_bind_int64(ins_run, 17, (int64_t)o->skip_ops);
 	store_bind_text(ins_run, 18, in->w->name);
+	sqlite3_bind_int(ins_run, 19, o->treelog);
 	if (store_step(s, ins_run, SQLITE_DONE, "insert run", err, errlen))
 		goto out;
 	r->id = sqlite3_last_insert_rowid(s->db);

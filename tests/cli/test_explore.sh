@@ -123,6 +123,7 @@ W
 wl_opts() {
 	case $1 in
 	w5) echo --nodesize 4k ;;
+	w7) echo --treelog ;;
 	esac
 }
 
@@ -134,6 +135,51 @@ for w in w1 w2 w3 w4 w5 w6; do
 	[ "${states:-0}" -gt 20 ] || fail "only ${states:-0} crash states"
 	done_check
 done
+
+# --treelog: fsync writes the log tree; every crash state (inside the log
+# writes too) must be the last commit with the log replayed as the log's
+# promises say (traces/README.md).  w7 logs new files in new directories,
+# overwrites, a punched hole, a hard link, xattrs, truncate and prealloc
+# past EOF, with files neither fsynced nor committed beside them.
+cat >"$T/w7.wl" <<'W'
+mkdir /d
+create /d/old
+write /d/old 0 40000 1
+create /keep
+write /keep 0 9000 2
+sync
+write /d/old 4096 8192 3
+fallocate /d/old 20480 8192 punch-hole
+fsync /d/old
+mkdir /n
+mkdir /n/m
+create /n/m/f
+write /n/m/f 0 30000 4
+setxattr /n/m/f user.k v
+link /d/old /n/hard
+create /lost
+write /lost 0 5000 5
+fsync /n/m/f
+fdatasync /d/old
+truncate /keep 1000
+fallocate /keep 4096 65536 keep-size
+fsync /keep
+write /keep 0 100 6
+W
+run explore-treelog 0 "$BTRSIM" explore --treelog --db "$T/tl.db" "$T/w7.wl"
+out_has ' 0 violations$'
+states=$(sed -n 's/.* crash points, \([0-9]*\) crash states.*/\1/p' "$OUT")
+[ "${states:-0}" -gt 50 ] || fail "only ${states:-0} crash states"
+if command -v sqlite3 >/dev/null; then
+	[ "$(sq "$T/tl.db" 'SELECT treelog FROM runs WHERE id = 1')" = 1 ] ||
+		fail "the run is not stored as a treelog run"
+	"$BTRSIM" replay --db "$T/tl.db" 1 >"$T/tl.rep" 2>&1 || fail "the run does not replay: $(head -c 300 "$T/tl.rep")"
+fi
+done_check
+# Without it, the same workload's fsyncs commit (the kernel's notreelog).
+run explore-notreelog 0 "$BTRSIM" explore "$T/w7.wl"
+out_has ' 0 violations$'
+done_check
 
 # --quota puts quota-enable before the workload's first op, recorded like
 # any op: the stored workload has it, and the run replays.
@@ -230,12 +276,13 @@ catch_workloads() {
 	snap-rw) echo w4 ;;
 	snap-no-commit) echo w5 ;;
 	qgroup-no-inherit) echo w6 ;;
+	log-*) echo w7 ;;
 	*) echo w1 w2 ;;
 	esac
 }
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 for name in skip-flush cow-in-place super-first drop-dirty early-reuse snap-rw snap-no-commit \
-	qgroup-no-inherit; do
+	qgroup-no-inherit log-super-first log-no-csum log-no-names log-no-holes; do
 	M="$ROOT/build/mutants/btrsim-$name"
 	if [ ! -x "$M" ]; then
 		echo "SKIP explore-catches-$name: no $M (make mutants builds it; make test does)"
