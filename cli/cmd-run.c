@@ -31,8 +31,8 @@ static const char usage_text[] =
 	"                      the expectations, e.g. from a run on the kernel)\n"
 	"  -k, --keep-going    report every mismatch, not just the first\n"
 	"  -v, --verbose       print each operation and its result\n"
-	"      --treelog       fsync and fdatasync write the log tree, as the kernel's\n"
-	"                      default (without it each commits, as -o notreelog)\n"
+	"      --notreelog     fsync and fdatasync commit the transaction, as the\n"
+	"                      kernel's -o notreelog (default: they write the log tree)\n"
 	"      --power-off     end with a power loss instead of committing: what the\n"
 	"                      disks had not flushed is gone, so the images hold the\n"
 	"                      last commit and the fsync log, as after a crash\n"
@@ -94,7 +94,7 @@ static int run_host(const char *dir, const struct wl_workload *w, const struct w
 static int run_images(char **imgs, int n, uint64_t seed, const struct wl_workload *w,
 		      struct wl_run_opts *ro, bool treelog, bool power_off)
 {
-	struct ref_target t = { .mo = { .open = { .super_mirror = -1 }, .treelog = treelog } };
+	struct ref_target t = { .mo = { .open = { .super_mirror = -1 }, .notreelog = !treelog } };
 	int rc = cli_open_volume_seeded(&cli_cmd_run, imgs, n, true, seed, &t.vol);
 	if (rc)
 		return rc;
@@ -139,10 +139,11 @@ static int cmd_run(int argc, char **argv)
 		{ "record", no_argument, NULL, 'r' },       { "keep-going", no_argument, NULL, 'k' },
 		{ "verbose", no_argument, NULL, 'v' },      { "seed", required_argument, NULL, 's' },
 		{ "treelog", no_argument, NULL, 'T' },      { "power-off", no_argument, NULL, 'P' },
+		{ "notreelog", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 },
 	};
 	struct wl_run_opts ro = { 0 };
-	bool treelog = false, power_off = false;
+	bool treelog = true, power_off = false;
 	const char *host = NULL, *annotate = NULL;
 	uint64_t seed = 1;
 	int c;
@@ -156,6 +157,7 @@ static int cmd_run(int argc, char **argv)
 		case 'k': ro.keep_going = true; break;
 		case 'v': ro.log = stdout; break;
 		case 'T': treelog = true; break;
+		case 'N': treelog = false; break;
 		case 'P': power_off = true; break;
 		case 's':
 			if (cli_parse_u64(optarg, &seed, 0))
@@ -169,9 +171,9 @@ static int cmd_run(int argc, char **argv)
 		return cli_usage_error(&cli_cmd_run, "no workload given");
 	if (host && argc - optind != 1)
 		return cli_usage_error(&cli_cmd_run, "with --host, give only the workload");
-	if (host && (treelog || power_off))
+	if (host && (!treelog || power_off))
 		return cli_usage_error(&cli_cmd_run, "--%s is for images, not --host",
-				       treelog ? "treelog" : "power-off");
+				       !treelog ? "notreelog" : "power-off");
 	if (!host && argc - optind < 2)
 		return cli_usage_error(&cli_cmd_run, "no image given");
 	struct wl_workload w = { 0 };

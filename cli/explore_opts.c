@@ -53,6 +53,7 @@ int cli_explore_opt(struct cli_explore *ce, const struct cli_cmd *cmd, int c, co
 	case 'Q': ce->quota = true; return 0;
 	case EXPLORE_OPT_LOSE_DISK: ce->o.lose_disk = true; return 0;
 	case EXPLORE_OPT_TREELOG: ce->o.treelog = true; return 0;
+	case EXPLORE_OPT_NOTREELOG: ce->o.treelog = false; return 0;
 	default: return -1;
 	}
 }

@@ -24,9 +24,9 @@
 	"                      metadata are RAID1 and each disk crashes on its own\n" \
 	"  --profile P         data and metadata in profile P instead (single, dup,\n" \
 	"                      raid0, raid1, raid1c3, raid1c4, raid10, raid5, raid6)\n" \
-	"  --treelog           fsync and fdatasync write the log tree (the kernel's\n" \
-	"                      default; without it each commits, as -o notreelog), and\n" \
-	"                      each state is judged by the log's promises\n" \
+	"  --notreelog         fsync and fdatasync commit the transaction, as the\n" \
+	"                      kernel's -o notreelog (default: they write the log\n" \
+	"                      tree, and states are judged by the log's promises)\n" \
 	"  --lose-disk         judge each state again with each disk lost (degraded):\n" \
 	"                      a legal state, or unreadable (the RAID5/6 write hole,\n" \
 	"                      counted), never wrong; not with --db\n" \
@@ -41,6 +41,7 @@
 #define EXPLORE_OPT_PROFILE 0x100
 #define EXPLORE_OPT_LOSE_DISK 0x101
 #define EXPLORE_OPT_TREELOG 0x102
+#define EXPLORE_OPT_NOTREELOG 0x103
 
 #define EXPLORE_LONG_OPTS \
 	{ "max-subset", required_argument, NULL, 'k' }, { "samples", required_argument, NULL, 'n' }, \
@@ -49,7 +50,8 @@
 	{ "faults", required_argument, NULL, 'F' }, { "quota", no_argument, NULL, 'Q' }, \
 	{ "profile", required_argument, NULL, EXPLORE_OPT_PROFILE }, \
 	{ "lose-disk", no_argument, NULL, EXPLORE_OPT_LOSE_DISK }, \
-	{ "treelog", no_argument, NULL, EXPLORE_OPT_TREELOG }
+	{ "treelog", no_argument, NULL, EXPLORE_OPT_TREELOG }, \
+	{ "notreelog", no_argument, NULL, EXPLORE_OPT_NOTREELOG }
 
 struct cli_explore {
 	struct explore_opts o;

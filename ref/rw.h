@@ -190,7 +190,7 @@ struct rw_state {
 	 * BTRFS_AVAIL_ALLOC_BIT_SINGLE as the mark), as the kernel's restripe
 	 * target. */
 	uint64_t convert[3];
-	bool treelog;              /* fsync logs (ref_mount_opts.treelog) */
+	bool treelog;              /* fsync logs (not ref_mount_opts.notreelog) */
 	struct log_state *log;     /* this transaction's fsync log (log_write.h); NULL: none */
 	bool log_names_removed;    /* a name was removed in this transaction */
 	struct ref_log_stats log_stats;

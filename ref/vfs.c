@@ -35,7 +35,7 @@ int ref_mount(sim_volume *vol, const struct ref_mount_opts *o, ref_fs **out, cha
 	fs->rw->time_ns = clock_ns;
 	if (o->dirty_limit)
 		fs->rw->dirty_limit = o->dirty_limit;
-	fs->rw->treelog = o->treelog;
+	fs->rw->treelog = !o->notreelog;
 	*out = fs;
 	return 0;
 }

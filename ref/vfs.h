@@ -34,11 +34,10 @@ struct ref_mount_opts {
 	uint32_t clock_start_nsec;
 	/* Dirty metadata that forces a commit (the cache bound); 0: 64 MiB. */
 	uint64_t dirty_limit;
-	/* fsync and fdatasync through the log tree, as the kernel's default
-	 * (ref/log_write.c); false: every fsync commits the transaction, as the
-	 * kernel's -o notreelog.  (Off by default until the crash explorer's
-	 * model holds fsync to the log's promises rather than a commit's.) */
-	bool treelog;
+	/* fsync and fdatasync go through the log tree by default, as the
+	 * kernel's (ref/log_write.c); notreelog: every fsync commits the
+	 * transaction, as the kernel's -o notreelog. */
+	bool notreelog;
 };
 
 /* Why an fsync committed the whole transaction instead of syncing the log. */

@@ -28,6 +28,7 @@ void explore_defaults(struct explore_opts *o)
 	o->data_profile = 0;
 	o->meta_profile = BTRFS_BLOCK_GROUP_DUP;
 	o->minimize_picks = true;
+	o->treelog = true; /* the kernel's default */
 }
 
 const char *explore_verdict_name(enum explore_verdict v)
@@ -75,7 +76,7 @@ static bool has_subvol_ops(const struct wl_workload *w)
 
 static int record(struct ex *x, sim_volume *vol, char *err, size_t errlen)
 {
-	struct ref_mount_opts mo = { .open = { .super_mirror = -1 }, .treelog = x->o->treelog };
+	struct ref_mount_opts mo = { .open = { .super_mirror = -1 }, .notreelog = !x->o->treelog };
 	ref_fs *fs;
 	if (ref_mount(vol, &mo, &fs, err, errlen))
 		return -EIO;

@@ -82,7 +82,8 @@ struct explore_opts {
 	 * read (the write hole: a row whose data and parity the crash left
 	 * disagreeing loses what the lost disk held); never wrong bytes. */
 	bool lose_disk;
-	/* fsync through the log tree (ref_mount_opts.treelog), judged by the
+	/* fsync through the log tree (true by default, as the kernel's; false:
+	 * ref_mount_opts.notreelog, each fsync a commit), judged by the
 	 * log's promises (explore_logtree.c) rather than a commit's. */
 	bool treelog;
 	const struct fault_plan *faults; /* armed while the workload runs (NULL: none) */

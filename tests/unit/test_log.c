@@ -20,7 +20,7 @@ TestSuite(log);
 
 static ref_fs *mount_log(sim_volume *vol, bool treelog)
 {
-	struct ref_mount_opts mo = { .open = { .super_mirror = -1 }, .treelog = treelog };
+	struct ref_mount_opts mo = { .open = { .super_mirror = -1 }, .notreelog = !treelog };
 	ref_fs *fs;
 	char err[256];
 	cr_assert_eq(ref_mount(vol, &mo, &fs, err, sizeof(err)), 0, "%s", err);
