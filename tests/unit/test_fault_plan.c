@@ -621,12 +621,16 @@ static void m_rename(ref_fs *fs, struct model *m, const char *from, const char *
 	}
 }
 
+/* An fsync acknowledges its file's state (the log tree holds it; whether
+ * ref committed instead does not matter to what it promised). */
 static void m_fsync(ref_fs *fs, struct model *m, const char *path)
 {
 	int r = ref_fsync(fs, path);
 	m_result(fs, m, r);
-	if (r == 0)
-		m_ack(m);
+	if (r == 0) {
+		struct mfile *f = mf(m, path);
+		f->ack = f->nst - 1;
+	}
 }
 
 /* Reads a file back while faults may fire: a failed read is allowed, wrong
