@@ -55,6 +55,7 @@ BENCH_SRC := bench/bench_sim.c
 BENCH_FS_SRC := bench/bench_fs.c bench/benchutil.c
 BENCH_SNAP_SRC := bench/bench_snapshot.c bench/benchutil.c
 BENCH_RAID_SRC := bench/bench_raid.c bench/benchutil.c
+BENCH_LOG_SRC := bench/bench_log.c bench/benchutil.c
 SWEEP_SRC := $(wildcard tests/sweep/*.c)
 # fuzz/: the harness code (a library, also linked into btrsim for `findings
 # --replay`), the harness programs' main (fuzz/driver.c, once per harness) and
@@ -75,6 +76,7 @@ BENCH   := $(B)/bench/bench-sim
 BENCH_FS := $(B)/bench/bench-fs
 BENCH_SNAP := $(B)/bench/bench-snapshot
 BENCH_RAID := $(B)/bench/bench-raid
+BENCH_LOG := $(B)/bench/bench-log
 SWEEP   := $(B)/tests/corrupt-sweep
 FUZZ_BINS := $(patsubst %,$(B)/fuzz/fuzz-%,$(FUZZ_HARNESSES))
 FUZZ_MKSEED := $(B)/fuzz/fuzz-mkseed
@@ -113,7 +115,7 @@ deps:
 	@sh mk/deps.sh
 
 cmd: $(BTRSIM)
-build: $(BTRSIM) $(UNIT) $(SWEEP) $(BENCH) $(BENCH_FS) $(BENCH_SNAP) $(BENCH_RAID) $(FUZZ_BINS) $(FUZZ_MKSEED)
+build: $(BTRSIM) $(UNIT) $(SWEEP) $(BENCH) $(BENCH_FS) $(BENCH_SNAP) $(BENCH_RAID) $(BENCH_LOG) $(FUZZ_BINS) $(FUZZ_MKSEED)
 fuzz-bins: $(FUZZ_BINS) $(FUZZ_MKSEED)
 
 asan:
@@ -142,6 +144,7 @@ bench: deps
 	@build/release/bench/bench-raid profiles
 	@build/release/bench/bench-raid rebuild
 	@build/release/bench/bench-raid balance
+	@build/release/bench/bench-log fsync
 	@sh bench/bench_explore.sh build/release/btrsim
 	@$(MAKE) --no-print-directory MODE=afl B=$(FUZZ_B) fuzz-bins && sh bench/bench_fuzz.sh $(FUZZ_B)
 
@@ -315,6 +318,9 @@ $(BENCH_SNAP): $(call obj,$(BENCH_SNAP_SRC)) $(REF_LIB) $(SIM_LIB)
 	$(call link)
 
 $(BENCH_RAID): $(call obj,$(BENCH_RAID_SRC)) $(REF_LIB) $(SIM_LIB)
+	$(call link)
+
+$(BENCH_LOG): $(call obj,$(BENCH_LOG_SRC)) $(REF_LIB) $(SIM_LIB)
 	$(call link)
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -6,7 +6,10 @@
 #   seq-2    the first 400 workloads of seq-2 (a slice: the whole takes ~20 min);
 #   record   seq-1 with --db (a fresh database) against seq-1 without, side by
 #            side, best of 3 each: the overhead of the IO log, payloads, results
-#            and crash states.
+#            and crash states;
+#   fsync    bench/workloads/explore-fsync.wl (fsync-heavy) with fsync writing
+#            the log tree (the default) against --notreelog (each fsync a
+#            commit), best of 3 each: states per second, and states per run.
 # Goals: at least 1,000 states per second per core; recording overhead under 30%.
 # On a terminal, a progress line of its 11 steps (mk/progress.sh).
 # Usage: bench/bench_explore.sh BTRSIM
@@ -17,7 +20,7 @@ T=$(mktemp -d)
 . "$(dirname "$0")/../mk/progress.sh"
 trap 'progress_clear; rm -rf "$T"' EXIT
 progress_init bench_explore
-STEPS=11
+STEPS=17
 step=0
 
 rate() { sed -n 's/.*crash states (\([0-9]*\)\/s).*/\1/p' | tail -n 1; }
@@ -62,3 +65,20 @@ done
 size=$(du -k "$T/r.db" | cut -f1)
 progress_echo "record: seq-1 ${off}s without the trace store, ${on}s recording (${size} KiB database)"
 progress_echo "record: overhead $(echo "scale=1; ($on - $off) * 100 / $off" | bc)% (goal < 30%)"
+
+WF=$(dirname "$0")/workloads/explore-fsync.wl
+for mode in log notreelog; do
+	best=0
+	for r in 1 2 3; do
+		progress_steps $step $STEPS "fsync-heavy explore ($mode), round $r of 3"
+		opt=""
+		[ "$mode" = notreelog ] && opt=--notreelog
+		line=$(taskset -c 0 "$B" explore $opt "$WF" 2>/dev/null | tail -n 1) || true
+		step=$((step + 1))
+		r=$(echo "$line" | rate)
+		[ -n "$r" ] && [ "$r" -gt "$best" ] && best=$r
+		summary=$line
+	done
+	progress_echo "fsync ($mode): $summary"
+	progress_echo "fsync ($mode): best $best crash states/s on one core"
+done
