@@ -103,8 +103,10 @@ static int falloc_args(ref_fs *fs, const char *path, int mode, uint64_t off, uin
 		return r;
 	if (len == 0 || off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX)
 		return ref_fail(fs, EINVAL, "invalid fallocate range");
-	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE))
+	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE))
 		return ref_fail(fs, EOPNOTSUPP, "unsupported fallocate mode 0x%x", mode);
+	if ((mode & FALLOC_FL_PUNCH_HOLE) && (mode & FALLOC_FL_ZERO_RANGE))
+		return ref_fail(fs, EOPNOTSUPP, "punch-hole and zero-range exclude each other");
 	if ((mode & FALLOC_FL_PUNCH_HOLE) && !(mode & FALLOC_FL_KEEP_SIZE))
 		return ref_fail(fs, EOPNOTSUPP, "punching a hole needs keep-size");
 	if (!S_ISREG(inode_mode(&ii)))

@@ -87,7 +87,8 @@ int ref_rename(ref_fs *fs, const char *oldpath, const char *newpath, unsigned fl
 /* Writes len bytes at off (pwrite); returns len. */
 ssize_t ref_write(ref_fs *fs, const char *path, const void *buf, size_t len, uint64_t off);
 int ref_truncate(ref_fs *fs, const char *path, uint64_t size);
-/* mode: 0, FALLOC_FL_KEEP_SIZE, or FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE. */
+/* mode: 0, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, or
+ * FALLOC_FL_ZERO_RANGE with or without FALLOC_FL_KEEP_SIZE. */
 int ref_fallocate(ref_fs *fs, const char *path, int mode, uint64_t off, uint64_t len);
 int ref_fsync(ref_fs *fs, const char *path);
 int ref_fdatasync(ref_fs *fs, const char *path);

@@ -556,6 +556,28 @@ int file_fallocate(ref_fs *fs, const struct ref_ino *ino, int mode, uint64_t off
 		uint64_t freed;
 		if (!r && a < b && !(r = file_drop_extents(fs, ino, a, b, &freed)))
 			ii.nbytes = htole64(LE64(ii.nbytes) - freed);
+	} else if (mode & FALLOC_FL_ZERO_RANGE) {
+		/* btrfs_zero_range: the sectors wholly inside become preallocated
+		 * extents (reading as zeros), the partial ones at the edges are
+		 * zeroed where they hold data; the size grows unless keep-size. */
+		if (inl && (r = uninline(fs, ino, &ii)))
+			return r;
+		uint64_t a = round_up(off, ss), b = end / ss * ss;
+		if (off / ss == (end - 1) / ss && (off % ss || end % ss)) {
+			r = zero_partial(fs, ino, &ii, off, end); /* inside one sector */
+		} else {
+			if (off % ss)
+				r = zero_partial(fs, ino, &ii, off, a);
+			if (!r && end % ss && end > b)
+				r = zero_partial(fs, ino, &ii, b, end);
+			uint64_t freed;
+			if (!r && a < b && !(r = file_drop_extents(fs, ino, a, b, &freed))) {
+				ii.nbytes = htole64(LE64(ii.nbytes) - freed);
+				r = prealloc(fs, ino, &ii, a, b);
+			}
+		}
+		if (!r && !(mode & FALLOC_FL_KEEP_SIZE) && end > size)
+			ii.size = htole64(end);
 	} else {
 		if (inl && (r = uninline(fs, ino, &ii)))
 			return r;

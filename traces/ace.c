@@ -173,6 +173,10 @@ static void enumerate(struct gen *g)
 		add(g, "fallocate", line, f, NULL);
 		snprintf(line, LINE, "fallocate %s 4K 4K punch-hole", f);
 		add(g, "fallocate", line, f, NULL);
+		snprintf(line, LINE, "fallocate %s 2K 12K zero-range", f);
+		add(g, "fallocate", line, f, NULL);
+		snprintf(line, LINE, "fallocate %s 12K 16K zero-range-keep-size", f);
+		add(g, "fallocate", line, f, NULL);
 		snprintf(line, LINE, "truncate %s 2K", f);
 		add(g, "truncate", line, f, NULL);
 		snprintf(line, LINE, "truncate %s 24K", f);

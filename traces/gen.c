@@ -664,9 +664,11 @@ static void gen_data(struct gen *g, enum wl_kind k)
 		if (chance(g, 50) && ((op.len + 4 * KiB - 1) & ~(4 * KiB - 1)) <= max)
 			op.len = (op.len + 4 * KiB - 1) & ~(4 * KiB - 1);
 		int r = (int)below(g, 100);
-		op.flags = r < 40 ? 0
-			   : r < 70 ? WL_FALLOC_KEEP_SIZE
-				    : WL_FALLOC_KEEP_SIZE | WL_FALLOC_PUNCH_HOLE;
+		op.flags = r < 30   ? 0
+			   : r < 55 ? WL_FALLOC_KEEP_SIZE
+			   : r < 80 ? WL_FALLOC_KEEP_SIZE | WL_FALLOC_PUNCH_HOLE
+			   : r < 90 ? WL_FALLOC_ZERO_RANGE
+				    : WL_FALLOC_ZERO_RANGE | WL_FALLOC_KEEP_SIZE;
 	}
 	emit(g, &op);
 }

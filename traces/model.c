@@ -969,6 +969,12 @@ static int do_fallocate(struct model *m, const struct wl_op *op, char *err, size
 	if (op->flags & WL_FALLOC_PUNCH_HOLE) {
 		if (ext_clear(f, op->off, end < f->size ? end : f->size))
 			return -ENOMEM;
+	} else if (op->flags & WL_FALLOC_ZERO_RANGE) {
+		/* zeros over the range; the size grows to its end unless keep-size */
+		if (ext_clear(f, op->off, end < f->size ? end : f->size))
+			return -ENOMEM;
+		if (!(op->flags & WL_FALLOC_KEEP_SIZE) && op->len && f->size < end)
+			f->size = end;
 	} else if (!(op->flags & WL_FALLOC_KEEP_SIZE) && op->len && f->size < end) {
 		f->size = end; /* preallocated: reads as zeros */
 	}

@@ -162,7 +162,11 @@ static void put_arg(struct wl_out *o, const struct wl_op *op, enum wl_arg a)
 	case WA_SIZE: put_size(o, op->size); break;
 	case WA_SEED: wl_putf(o, "%" PRIu64, op->seed); break;
 	case WA_FALLOC:
-		wl_putf(o, "%s", op->flags & WL_FALLOC_PUNCH_HOLE ? "punch-hole" : "keep-size");
+		wl_putf(o, "%s",
+			op->flags & WL_FALLOC_PUNCH_HOLE	? "punch-hole"
+			: op->flags == WL_FALLOC_ZERO_RANGE	? "zero-range"
+			: op->flags & WL_FALLOC_ZERO_RANGE	? "zero-range-keep-size"
+								: "keep-size");
 		break;
 	case WA_RENAME:
 		wl_putf(o, "%s", op->flags & WL_RENAME_EXCHANGE ? "exchange" : "noreplace");

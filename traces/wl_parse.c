@@ -243,6 +243,10 @@ static int parse_arg(struct parser *p, struct wl_op *op, const struct wl_slot *s
 	case WA_ATIME: return number(p, t, l, parse_time(t, &op->atime));
 	case WA_MTIME: return number(p, t, l, parse_time(t, &op->mtime));
 	case WA_FALLOC:
+		if (!strcmp(t->s, "zero-range") || !strcmp(t->s, "zero-range-keep-size"))
+			return keyword(p, t, l, "zero-range", WL_FALLOC_ZERO_RANGE,
+				       "zero-range-keep-size", WL_FALLOC_ZERO_RANGE | WL_FALLOC_KEEP_SIZE,
+				       &op->flags);
 		return keyword(p, t, l, "keep-size", WL_FALLOC_KEEP_SIZE, "punch-hole",
 			       WL_FALLOC_PUNCH_HOLE | WL_FALLOC_KEEP_SIZE, &op->flags);
 	case WA_RENAME:

@@ -26,7 +26,7 @@ const struct wl_kind_info wl_kinds[WL_NKINDS] = {
 		       { WA_SEED, "SEED" }),
 	[WL_TRUNCATE] = K("truncate", 2, 2, P("PATH"), { WA_SIZE, "SIZE" }),
 	[WL_FALLOCATE] = K("fallocate", 3, 4, P("PATH"), { WA_OFF, "OFFSET" },
-			   { WA_LEN, "LENGTH" }, { WA_FALLOC, "keep-size|punch-hole" }),
+			   { WA_LEN, "LENGTH" }, { WA_FALLOC, "keep-size|punch-hole|zero-range|zero-range-keep-size" }),
 	[WL_LINK] = K("link", 2, 2, P("OLD"), { WA_PATH2, "NEW" }),
 	[WL_SYMLINK] = K("symlink", 2, 2, { WA_TARGET, "TARGET" }, P("PATH")),
 	[WL_RENAME] = K("rename", 2, 3, P("OLD"), { WA_PATH2, "NEW" },
@@ -118,9 +118,11 @@ static const char *arg_problem(const struct wl_op *op, enum wl_arg a)
 		return op->mode <= 07777 ? NULL : "mode is above 07777";
 	case WA_FALLOC:
 		return op->flags == 0 || op->flags == WL_FALLOC_KEEP_SIZE ||
-				       op->flags == (WL_FALLOC_KEEP_SIZE | WL_FALLOC_PUNCH_HOLE)
+				       op->flags == (WL_FALLOC_KEEP_SIZE | WL_FALLOC_PUNCH_HOLE) ||
+				       op->flags == WL_FALLOC_ZERO_RANGE ||
+				       op->flags == (WL_FALLOC_ZERO_RANGE | WL_FALLOC_KEEP_SIZE)
 			       ? NULL
-			       : "fallocate flags are not 0, keep-size or punch-hole|keep-size";
+			       : "fallocate flags are not 0, keep-size, punch-hole|keep-size or zero-range[|keep-size]";
 	case WA_RENAME:
 		return op->flags == 0 || op->flags == WL_RENAME_NOREPLACE ||
 				       op->flags == WL_RENAME_EXCHANGE

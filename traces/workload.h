@@ -23,7 +23,7 @@ enum wl_kind {
 	WL_CREATE,	/* create PATH [MODE]                    mode (default 0644); open(O_CREAT|O_EXCL|O_WRONLY) */
 	WL_WRITE,	/* write PATH OFFSET LENGTH [SEED]       off, len, seed (default 0); data: wl_content */
 	WL_TRUNCATE,	/* truncate PATH SIZE                    size */
-	WL_FALLOCATE,	/* fallocate PATH OFFSET LENGTH [keep-size|punch-hole]   off, len, flags */
+	WL_FALLOCATE,	/* fallocate PATH OFFSET LENGTH [keep-size|punch-hole|zero-range|zero-range-keep-size] */
 	WL_LINK,	/* link OLD NEW                          path = OLD, path2 = NEW */
 	WL_SYMLINK,	/* symlink TARGET PATH                   path = PATH (the new link), path2 = TARGET */
 	WL_RENAME,	/* rename OLD NEW [noreplace|exchange]   path = OLD, path2 = NEW, flags */
@@ -52,9 +52,10 @@ enum wl_kind {
 };
 
 /* fallocate flags: the values of Linux's FALLOC_FL_*.  punch-hole is always
- * given with keep-size, as Linux requires. */
+ * given with keep-size, as Linux requires; zero-range with or without it. */
 #define WL_FALLOC_KEEP_SIZE 0x01
 #define WL_FALLOC_PUNCH_HOLE 0x02
+#define WL_FALLOC_ZERO_RANGE 0x10
 /* rename flags: the values of Linux's RENAME_* (renameat2). */
 #define WL_RENAME_NOREPLACE 0x01
 #define WL_RENAME_EXCHANGE 0x02

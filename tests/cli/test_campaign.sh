@@ -10,7 +10,7 @@ db="$T/c.db"
 # seq-1 in full, with fewer subsets per crash point under the sanitizers.
 run campaign-seq1 0 "$BTRSIM" campaign --seq 1 --max-subset 6 --samples 8 --db "$db"
 out_has '^seed 1$'
-out_has '^198 workloads, [0-9]+ crash states \([0-9]+/s\), 0 violations in '
+out_has '^222 workloads, [0-9]+ crash states \([0-9]+/s\), 0 violations in '
 out_has "^recorded as campaign 1 in $db"
 done_check
 
@@ -36,7 +36,7 @@ if command -v sqlite3 >/dev/null 2>&1; then
 fi
 
 run campaign-runs 0 "$BTRSIM" runs --db "$db" --campaign 1
-[ "$(wc -l <"$OUT")" -eq 199 ] || fail "not a header and 198 runs"
+[ "$(wc -l <"$OUT")" -eq 223 ] || fail "not a header and 222 runs"
 out_has '^[0-9]+ +campaign +[0-9T:Z-]+ +seq-1/27 +[0-9a-f]{12} '
 done_check
 

@@ -8,6 +8,12 @@ fallocate /pre 0 4M                 # preallocated, size 4 MiB
 write /pre 1M 8K 3                  # written into the middle
 fallocate /pre 8M 1M keep-size      # past the end, size unchanged
 fallocate /pre 100K 2M punch-hole
+fallocate /pre 3M 300K zero-range   # zeros over written and preallocated bytes
+create /z
+write /z 0 50000 8
+fallocate /z 1000 20000 zero-range  # partial sectors at both edges
+fallocate /z 45000 20000 zero-range-keep-size
+fallocate /z 60000 9000 zero-range  # past the end: the size grows
 create /t
 write /t 0 10000 4
 truncate /t 5000                    # inside a sector
