@@ -172,12 +172,12 @@ static int log_inode_item(ref_fs *fs, struct log_sub *s, const struct ref_ino *i
 	return sub_add(fs, s, &k, &li, sizeof(li));
 }
 
-/* Copies the items of ino with key types in [lo, hi] that keep() accepts. */
-typedef bool (*keep_fn)(ref_fs *fs, const struct btrfs_inode_item *ii, const struct ref_key *k,
-			const uint8_t *d, uint32_t size);
+/* Calls fn on each item of inode in with a key type in [lo, hi], in key
+ * order, until it returns non-zero: 0, or fn's negative errno. */
+typedef int (*item_fn)(void *ctx, const struct ref_key *k, const uint8_t *d, uint32_t size);
 
-static int copy_items(ref_fs *fs, struct log_sub *s, const struct ref_ino *in, uint8_t lo,
-		      uint8_t hi, const struct btrfs_inode_item *ii, keep_fn keep)
+static int each_item(ref_fs *fs, const struct ref_ino *in, uint8_t lo, uint8_t hi, item_fn fn,
+		     void *ctx)
 {
 	struct ref_root root;
 	int r = ref_find_root(fs, in->subvol, &root);
@@ -190,14 +190,37 @@ static int copy_items(ref_fs *fs, struct log_sub *s, const struct ref_ino *in, u
 		const uint8_t *d;
 		uint32_t size;
 		ref_path_item(&p, &k, &d, &size);
-		if (k.objectid != in->ino || k.type > hi)
-			break;
-		if ((!keep || keep(fs, ii, &k, d, size)) && (r = sub_add(fs, s, &k, d, size)))
+		if (k.objectid != in->ino || k.type > hi || (r = fn(ctx, &k, d, size)))
 			break;
 		r = ref_next(fs, &p);
 	}
 	ref_path_release(fs, &p);
 	return r < 0 ? r : 0;
+}
+
+/* Which items copy_items takes. */
+typedef bool (*keep_fn)(ref_fs *fs, const struct btrfs_inode_item *ii, const struct ref_key *k,
+			const uint8_t *d, uint32_t size);
+
+struct copy {
+	ref_fs *fs;
+	struct log_sub *s;
+	const struct btrfs_inode_item *ii;
+	keep_fn keep;
+};
+
+static int copy_one(void *ctx, const struct ref_key *k, const uint8_t *d, uint32_t size)
+{
+	struct copy *c = ctx;
+	return !c->keep || c->keep(c->fs, c->ii, k, d, size) ? sub_add(c->fs, c->s, k, d, size) : 0;
+}
+
+/* Copies the items of ino with key types in [lo, hi] that keep() accepts. */
+static int copy_items(ref_fs *fs, struct log_sub *s, const struct ref_ino *in, uint8_t lo,
+		      uint8_t hi, const struct btrfs_inode_item *ii, keep_fn keep)
+{
+	struct copy c = { fs, s, ii, keep };
+	return each_item(fs, in, lo, hi, copy_one, &c);
 }
 
 /* File extents the log needs: this transaction's, and prealloc past the size. */
@@ -225,6 +248,30 @@ static int add_hole(ref_fs *fs, struct log_sub *s, uint64_t ino, uint64_t pos, u
 	return sub_add(fs, s, &k, &hole, sizeof(hole));
 }
 
+struct holes {
+	ref_fs *fs;
+	struct log_sub *s;
+	uint64_t ino, pos, end; /* covered up to pos; the hole items end at end */
+};
+
+static int hole_before(void *ctx, const struct ref_key *k, const uint8_t *d, uint32_t size)
+{
+	struct holes *h = ctx;
+	(void)size;
+	uint64_t ss = h->fs->sectorsize;
+	const struct btrfs_file_extent_item *fe = (const void *)d;
+	uint64_t e = fe->type == BTRFS_FILE_EXTENT_INLINE
+			     ? (k->offset + LE64(fe->ram_bytes) + ss - 1) / ss * ss
+			     : k->offset + LE64(fe->num_bytes);
+	int r = 0;
+	if (k->offset > h->pos)
+		r = add_hole(h->fs, h->s, h->ino, h->pos,
+			     (k->offset < h->end ? k->offset : h->end) - h->pos);
+	if (e > h->pos)
+		h->pos = e;
+	return r ? r : h->pos >= h->end;
+}
+
 /* With NO_HOLES, an explicit hole item for each gap in [0, round_up(size)):
  * replay drops what the last commit had there (a hole punched now). */
 static int log_holes(ref_fs *fs, struct log_sub *s, const struct ref_ino *in,
@@ -232,35 +279,14 @@ static int log_holes(ref_fs *fs, struct log_sub *s, const struct ref_ino *in,
 {
 	if (!(LE64(fs->sb.incompat_flags) & BTRFS_FEATURE_INCOMPAT_NO_HOLES) || MUTANT(LOG_NO_HOLES))
 		return 0;
-	uint64_t ss = fs->sectorsize, end = (LE64(ii->size) + ss - 1) / ss * ss, pos = 0;
-	struct ref_root root;
-	int r = ref_find_root(fs, in->subvol, &root);
+	uint64_t ss = fs->sectorsize;
+	struct holes h = { fs, s, in->ino, 0, (LE64(ii->size) + ss - 1) / ss * ss };
+	if (!h.end)
+		return 0;
+	int r = each_item(fs, in, BTRFS_EXTENT_DATA_KEY, BTRFS_EXTENT_DATA_KEY, hole_before, &h);
 	if (r)
 		return r;
-	struct ref_key k = { in->ino, BTRFS_EXTENT_DATA_KEY, 0 };
-	struct ref_path p;
-	r = ref_search(fs, &root, &k, &p);
-	while (r == 0 && pos < end) {
-		const uint8_t *d;
-		uint32_t size;
-		ref_path_item(&p, &k, &d, &size);
-		if (k.objectid != in->ino || k.type != BTRFS_EXTENT_DATA_KEY)
-			break;
-		const struct btrfs_file_extent_item *fe = (const void *)d;
-		uint64_t e = fe->type == BTRFS_FILE_EXTENT_INLINE
-				     ? (k.offset + LE64(fe->ram_bytes) + ss - 1) / ss * ss
-				     : k.offset + LE64(fe->num_bytes);
-		if (k.offset > pos && (r = add_hole(fs, s, in->ino, pos,
-						    (k.offset < end ? k.offset : end) - pos)))
-			break;
-		if (e > pos)
-			pos = e;
-		r = ref_next(fs, &p);
-	}
-	ref_path_release(fs, &p);
-	if (r < 0)
-		return r;
-	return pos < end ? add_hole(fs, s, in->ino, pos, end - pos) : 0;
+	return h.pos < h.end ? add_hole(fs, s, in->ino, h.pos, h.end - h.pos) : 0;
 }
 
 /* An inode "exists only": item (generation 0), names, xattrs. */
@@ -281,58 +307,55 @@ static int log_exists(ref_fs *fs, struct log_sub *s, const struct ref_ino *in)
 	return copy_items(fs, s, in, BTRFS_INODE_REF_KEY, BTRFS_XATTR_ITEM_KEY, &ii, NULL);
 }
 
+struct parents {
+	ref_fs *fs;
+	uint64_t *v;
+	size_t n, cap;
+};
+
+/* The parent of each name of a ref item (one per INODE_REF item). */
+static int parents_in(void *ctx, const struct ref_key *k, const uint8_t *d, uint32_t size)
+{
+	struct parents *ps = ctx;
+	for (uint32_t pos = 0;;) {
+		uint64_t parent;
+		uint32_t len;
+		if (k->type == BTRFS_INODE_REF_KEY) {
+			if (pos + sizeof(struct btrfs_inode_ref) > size)
+				break;
+			parent = k->offset;
+			len = (uint32_t)sizeof(struct btrfs_inode_ref) + le16(d + pos + 8);
+		} else {
+			if (pos + sizeof(struct btrfs_inode_extref) > size)
+				break;
+			const struct btrfs_inode_extref *x = (const void *)(d + pos);
+			parent = LE64(x->parent_objectid);
+			len = (uint32_t)sizeof(*x) + LE16(x->name_len);
+		}
+		if (ps->n == ps->cap) {
+			size_t cap = ps->cap ? 2 * ps->cap : 4;
+			uint64_t *np = realloc(ps->v, cap * sizeof(*np));
+			if (!np)
+				return ref_fail(ps->fs, ENOMEM, "out of memory");
+			ps->v = np;
+			ps->cap = cap;
+		}
+		ps->v[ps->n++] = parent;
+		pos += len;
+		if (k->type == BTRFS_INODE_REF_KEY)
+			break; /* one parent per INODE_REF item */
+	}
+	return 0;
+}
+
 /* The parent directories of in's names (INODE_REF offsets, extref parents). */
 static int parents_of(ref_fs *fs, const struct ref_ino *in, uint64_t **out, size_t *n)
 {
-	*out = NULL;
-	*n = 0;
-	size_t cap = 0;
-	struct ref_root root;
-	int r = ref_find_root(fs, in->subvol, &root);
-	if (r)
-		return r;
-	struct ref_key k = { in->ino, BTRFS_INODE_REF_KEY, 0 };
-	struct ref_path p;
-	r = ref_search(fs, &root, &k, &p);
-	while (r == 0) {
-		const uint8_t *d;
-		uint32_t size;
-		ref_path_item(&p, &k, &d, &size);
-		if (k.objectid != in->ino || k.type > BTRFS_INODE_EXTREF_KEY)
-			break;
-		for (uint32_t pos = 0;;) {
-			uint64_t parent;
-			uint32_t len;
-			if (k.type == BTRFS_INODE_REF_KEY) {
-				if (pos + sizeof(struct btrfs_inode_ref) > size)
-					break;
-				parent = k.offset;
-				len = (uint32_t)sizeof(struct btrfs_inode_ref) + le16(d + pos + 8);
-			} else {
-				if (pos + sizeof(struct btrfs_inode_extref) > size)
-					break;
-				const struct btrfs_inode_extref *x = (const void *)(d + pos);
-				parent = LE64(x->parent_objectid);
-				len = (uint32_t)sizeof(*x) + LE16(x->name_len);
-			}
-			if (*n == cap) {
-				cap = cap ? 2 * cap : 4;
-				uint64_t *np = realloc(*out, cap * sizeof(*np));
-				if (!np) {
-					ref_path_release(fs, &p);
-					return ref_fail(fs, ENOMEM, "out of memory");
-				}
-				*out = np;
-			}
-			(*out)[(*n)++] = parent;
-			pos += len;
-			if (k.type == BTRFS_INODE_REF_KEY)
-				break; /* one parent per INODE_REF item */
-		}
-		r = ref_next(fs, &p);
-	}
-	ref_path_release(fs, &p);
-	return r < 0 ? r : 0;
+	struct parents ps = { fs, NULL, 0, 0 };
+	int r = each_item(fs, in, BTRFS_INODE_REF_KEY, BTRFS_INODE_EXTREF_KEY, parents_in, &ps);
+	*out = ps.v;
+	*n = ps.n;
+	return r;
 }
 
 /* Each directory above in's names that this transaction made, up to the

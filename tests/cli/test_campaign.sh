@@ -16,10 +16,10 @@ done_check
 
 if command -v sqlite3 >/dev/null 2>&1; then
 	run campaign-recorded 0 sq "$db" "SELECT count(*), sum(states) > 1000, sum(violations) FROM runs WHERE campaign_id = 1"
-	out_has '^198\|1\|0$'
+	out_has '^222\|1\|0$'
 	done_check
 	run campaign-row 0 sq "$db" "SELECT workloads, violations, status FROM campaigns WHERE id = 1"
-	out_has '^198\|0\|0$'
+	out_has '^222\|0\|0$'
 	done_check
 
 	# The same seed and build give the same crash states, picks and verdicts.
