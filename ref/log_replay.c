@@ -191,5 +191,7 @@ out:
 	if (r && !strstr(fs->err, "log"))
 		ref_fail(fs, -r, "log replay: %s", fs->err);
 	rw_free(fs);
+	fs->nroots = 0; /* no root found before the replay may be shown after it */
+	fs->roots_next = 0;
 	return r;
 }
