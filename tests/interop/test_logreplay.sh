@@ -236,3 +236,34 @@ else
 	cleanup_mounts
 fi
 done_check
+
+# Crash states of ref with a log (explore --db, then replay --crash-state K
+# --out): the kernel replays ref's log in each, to ref's own view.
+NAME=crash-states-kernel-replay
+BAD=0
+"$BTRSIM" explore --db "$T/cs.db" "$T/reflog.wl" >"$T/cs.out" 2>&1 || fail "explore: $(tail -2 "$T/cs.out")"
+n=$(sqlite3 "$T/cs.db" 'SELECT count(*) FROM crash_states WHERE run_id = 1' 2>/dev/null || echo 0)
+withlog=0
+k=0
+while [ "$k" -lt "$n" ] && [ "$BAD" -eq 0 ]; do
+	rm -rf "$T/cs"
+	"$BTRSIM" replay --db "$T/cs.db" 1 --crash-state "$k" --out "$T/cs" >/dev/null 2>&1 ||
+		fail "replay --crash-state $k"
+	k=$((k + 7))
+	[ "$(log_root "$T/cs/disk0.img")" != 0 ] || continue
+	withlog=$((withlog + 1))
+	"$BTRSIM" manifest --ino --times "$T/cs/disk0.img" >"$T/cs.ref" 2>"$T/cs.err" ||
+		fail "ref cannot read crash state $((k - 7)): $(head -c 200 "$T/cs.err")"
+	if attach "$T/cs/disk0.img" && mount_dev "$MP" "" "$LOOP"; then
+		"$BTRSIM" manifest --host "$MP" --ino --times >"$T/cs.kernel" 2>/dev/null
+		unmount "$MP"
+		cleanup_mounts
+		cmp -s "$T/cs.ref" "$T/cs.kernel" ||
+			fail "crash state $((k - 7)): the kernel's replay differs from ref's: $(diff "$T/cs.ref" "$T/cs.kernel" | head -4 | tr '\n' '|')"
+	else
+		cleanup_mounts
+		fail "the kernel does not mount crash state $((k - 7))"
+	fi
+done
+[ "$withlog" -gt 3 ] || fail "only $withlog of the sampled crash states hold a log"
+done_check
