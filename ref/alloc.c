@@ -371,9 +371,7 @@ int alloc_log_block(ref_fs *fs, uint64_t *bytenr)
 
 void alloc_log_release(ref_fs *fs, uint64_t bytenr)
 {
-	struct rw_bg *bg = rw_bg_find(fs, bytenr);
-	if (bg)
-		rset_add(&bg->free, bytenr, fs->nodesize); /* (out of memory: the space stays out) */
+	alloc_unreserve_data(fs, bytenr, fs->nodesize); /* (the same return of space, any type) */
 }
 
 void alloc_unreserve_data(ref_fs *fs, uint64_t start, uint64_t len)

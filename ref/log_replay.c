@@ -53,7 +53,7 @@ static int exclude_file_extent(ref_fs *fs, const uint8_t *d, uint32_t size)
 
 /* Every block of the tree under bytenr, and every data extent its leaves name. */
 static int exclude_tree(ref_fs *fs, uint64_t bytenr, uint64_t gen, int level,
-			const struct ref_key *first, int depth)
+			const struct ref_key *first)
 {
 	struct ref_block *b;
 	int r = first ? ref_read_child(fs, bytenr, gen, level, first, &b)
@@ -74,7 +74,7 @@ static int exclude_tree(ref_fs *fs, uint64_t bytenr, uint64_t gen, int level,
 			continue;
 		}
 		uint64_t cgen, child = node_ptr(d, (int)i, &cgen);
-		r = exclude_tree(fs, child, cgen, level - 1, &k, depth + 1);
+		r = exclude_tree(fs, child, cgen, level - 1, &k);
 	}
 out:
 	ref_block_put(fs, b);
@@ -163,11 +163,11 @@ int log_replay(ref_fs *fs)
 				     fs->generation + 1, fs->sb.log_root_level };
 	struct ref_root *logs = NULL;
 	size_t n = 0;
-	if ((r = exclude_tree(fs, log_root.bytenr, log_root.gen, log_root.level, NULL, 0)) ||
+	if ((r = exclude_tree(fs, log_root.bytenr, log_root.gen, log_root.level, NULL)) ||
 	    (r = list_logs(fs, &log_root, &logs, &n)))
 		goto out;
 	for (size_t i = 0; i < n && !r; i++)
-		r = exclude_tree(fs, logs[i].bytenr, logs[i].gen, logs[i].level, NULL, 0);
+		r = exclude_tree(fs, logs[i].bytenr, logs[i].gen, logs[i].level, NULL);
 	for (size_t i = 0; i < n && !r; i++) {
 		struct ref_root lg = { BTRFS_TREE_LOG_OBJECTID, logs[i].bytenr, logs[i].gen,
 				       logs[i].level };
