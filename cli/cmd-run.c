@@ -50,6 +50,25 @@ struct ref_target {
 	struct ref_mount_opts mo;
 };
 
+/* What the fsyncs did: synced the log, or committed and why. */
+static void print_log_stats(ref_fs *fs)
+{
+	struct ref_log_stats ls;
+	ref_log_stats(fs, &ls);
+	if (!ls.log_syncs && !ls.full_commits)
+		return;
+	printf("fsync: %llu log syncs, %llu full commits", (unsigned long long)ls.log_syncs,
+	       (unsigned long long)ls.full_commits);
+	const char *sep = " (";
+	for (int i = 0; i < REF_LOG_FULL_NREASONS; i++)
+		if (ls.full_by_reason[i]) {
+			printf("%s%s: %llu", sep, ref_log_full_reason((enum ref_log_full)i),
+			       (unsigned long long)ls.full_by_reason[i]);
+			sep = "; ";
+		}
+	printf("%s\n", *sep == ';' ? ")" : "");
+}
+
 static int exec_ref(void *t, const struct wl_op *op, char *err, size_t errlen)
 {
 	return wl_exec_ref(((struct ref_target *)t)->fs, op, err, errlen);
@@ -107,6 +126,8 @@ static int run_images(char **imgs, int n, uint64_t seed, const struct wl_workloa
 	ro->crash = crash_ref;
 	struct wl_run_result res;
 	rc = wl_run(w, exec_ref, &t, ro, &res, err, sizeof(err));
+	if (t.fs)
+		print_log_stats(t.fs);
 	if (t.fs && power_off) {
 		struct ref_log_stats ls;
 		ref_log_stats(t.fs, &ls);

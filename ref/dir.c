@@ -52,6 +52,12 @@ static int next_index(ref_fs *fs, struct rw_tree *t, uint64_t dir, uint64_t *ind
 		if (k.objectid == dir && k.type == BTRFS_DIR_INDEX_KEY)
 			*index = k.offset + 1;
 	}
+	uint64_t *cnt = u64map_get(&t->dir_index, dir, true);
+	if (!cnt)
+		return ref_fail(fs, ENOMEM, "out of memory");
+	if (*cnt > *index)
+		*index = *cnt;
+	*cnt = *index + 1;
 	return 0;
 }
 
@@ -314,6 +320,13 @@ static int index_of(ref_fs *fs, const struct ref_ino *dir, const char *name, siz
 int dir_remove(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
 	       const struct ref_ino *target)
 {
+	uint64_t index;
+	return dir_remove_at(fs, dir, name, len, target, &index);
+}
+
+int dir_remove_at(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
+		  const struct ref_ino *target, uint64_t *index_out)
+{
 	struct rw_tree *t;
 	int r = rw_tree_get(fs, dir->subvol, &t);
 	if (r)
@@ -332,7 +345,6 @@ int dir_remove(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t l
 		r = root_refs_remove(fs, dir->subvol, target->subvol);
 	if (r || (r = bt_item_cut(fs, t, &k, off, esize)))
 		return r;
-	fs->rw->log_names_removed = true; /* what fsync cannot log yet (log_write.c) */
 	struct ref_key ik = { dir->ino, BTRFS_DIR_INDEX_KEY, index };
 	if ((r = bt_delete_key(fs, t, &ik)))
 		return r == -ENOENT ? ref_fail(fs, EUCLEAN, "directory index %llu missing",
@@ -340,6 +352,7 @@ int dir_remove(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t l
 				    : r;
 	dii.size = htole64(LE64(dii.size) - 2 * len);
 	inode_touch(fs, &dii, true, true);
+	*index_out = index;
 	return inode_write(fs, dir, &dii);
 }
 

@@ -39,8 +39,9 @@
 static const char *const reason_names[REF_LOG_FULL_NREASONS] = {
 	[REF_LOG_FULL_NOTREELOG] = "notreelog",
 	[REF_LOG_FULL_NEW_CHUNK] = "a chunk allocated in this transaction",
-	[REF_LOG_FULL_NAME_REMOVED] = "a name removed in this transaction (not logged yet)",
-	[REF_LOG_FULL_DIRECTORY] = "a directory fsync (not logged yet)",
+	[REF_LOG_FULL_DIR_UNLINK] = "a directory to log, or one above, lost a name to a rename or moved",
+	[REF_LOG_FULL_PARENT_GONE] = "a parent directory of the last commit is gone",
+	[REF_LOG_FULL_SUBVOL] = "a subvolume in what is logged",
 	[REF_LOG_FULL_NO_SPACE] = "no metadata space for the log",
 	[REF_LOG_FULL_TOO_BIG] = "the log outgrew its bound",
 	[REF_LOG_FULL_ERROR] = "an error while logging",
@@ -78,6 +79,7 @@ void log_drop(ref_fs *fs)
 	for (size_t i = 0; i < ls->nsubs; i++)
 		sub_free(&ls->subs[i]);
 	free(ls->subs);
+	free(ls->inos);
 	free(ls->blocks);
 	free(ls);
 	fs->rw->log = NULL;
@@ -92,7 +94,7 @@ void log_committed(ref_fs *fs)
 		for (size_t i = 0; i < ls->nblocks; i++)
 			alloc_log_release(fs, ls->blocks[i]);
 	log_drop(fs);
-	fs->rw->log_names_removed = false;
+	fs->rw->log_must_commit = false;
 }
 
 static struct log_state *state(ref_fs *fs)
@@ -102,7 +104,30 @@ static struct log_state *state(ref_fs *fs)
 	return fs->rw->log;
 }
 
-static struct log_sub *sub_get(ref_fs *fs, uint64_t subvol)
+struct log_ino *log_ino_get(ref_fs *fs, const struct ref_ino *in, bool create)
+{
+	struct log_state *ls = create ? state(fs) : fs->rw->log;
+	if (!ls)
+		return NULL;
+	for (size_t i = 0; i < ls->ninos; i++)
+		if (ls->inos[i].ino == in->ino && ls->inos[i].subvol == in->subvol)
+			return &ls->inos[i];
+	if (!create)
+		return NULL;
+	if (ls->ninos == ls->inos_cap) {
+		size_t cap = ls->inos_cap ? 2 * ls->inos_cap : 16;
+		struct log_ino *p = realloc(ls->inos, cap * sizeof(*p));
+		if (!p)
+			return NULL;
+		ls->inos = p;
+		ls->inos_cap = cap;
+	}
+	struct log_ino *li = &ls->inos[ls->ninos++];
+	*li = (struct log_ino){ .subvol = in->subvol, .ino = in->ino };
+	return li;
+}
+
+struct log_sub *log_sub_get(ref_fs *fs, uint64_t subvol)
 {
 	struct log_state *ls = state(fs);
 	if (!ls)
@@ -125,11 +150,25 @@ static struct log_sub *sub_get(ref_fs *fs, uint64_t subvol)
 }
 
 /* Drops every item of ino (and with csums, the checksum items: rebuilt). */
-static void sub_forget(struct log_sub *s, uint64_t ino)
+struct log_item *log_sub_find(struct log_sub *s, const struct ref_key *k)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (!ref_key_cmp(&s->it[i].key, k))
+			return &s->it[i];
+	return NULL;
+}
+
+void log_sub_drop(struct log_sub *s, struct log_item *it)
+{
+	item_free(it);
+	*it = s->it[--s->n];
+}
+
+void log_sub_forget(struct log_sub *s, uint64_t ino, uint8_t upto)
 {
 	size_t w = 0;
 	for (size_t i = 0; i < s->n; i++) {
-		if (s->it[i].key.objectid == ino)
+		if (s->it[i].key.objectid == ino && s->it[i].key.type <= upto)
 			item_free(&s->it[i]);
 		else
 			s->it[w++] = s->it[i];
@@ -137,7 +176,7 @@ static void sub_forget(struct log_sub *s, uint64_t ino)
 	s->n = w;
 }
 
-static int sub_add(ref_fs *fs, struct log_sub *s, const struct ref_key *k, const void *data,
+int log_sub_add(ref_fs *fs, struct log_sub *s, const struct ref_key *k, const void *data,
 		   uint32_t size)
 {
 	if (s->n == s->cap) {
@@ -158,7 +197,7 @@ static int sub_add(ref_fs *fs, struct log_sub *s, const struct ref_key *k, const
 
 /* The inode item as the log holds it: generation 0 and size 0 when it only
  * says the inode exists; nbytes is not kept (replay counts it). */
-static int log_inode_item(ref_fs *fs, struct log_sub *s, const struct ref_ino *in,
+int log_inode_item(ref_fs *fs, struct log_sub *s, const struct ref_ino *in,
 			  const struct btrfs_inode_item *ii, bool exists_only)
 {
 	struct btrfs_inode_item li = *ii;
@@ -169,28 +208,20 @@ static int log_inode_item(ref_fs *fs, struct log_sub *s, const struct ref_ino *i
 		li.size = 0;
 	}
 	struct ref_key k = { in->ino, BTRFS_INODE_ITEM_KEY, 0 };
-	return sub_add(fs, s, &k, &li, sizeof(li));
+	return log_sub_add(fs, s, &k, &li, sizeof(li));
 }
 
-/* Calls fn on each item of inode in with a key type in [lo, hi], in key
- * order, until it returns non-zero: 0, or fn's negative errno. */
-typedef int (*item_fn)(void *ctx, const struct ref_key *k, const uint8_t *d, uint32_t size);
-
-static int each_item(ref_fs *fs, const struct ref_ino *in, uint8_t lo, uint8_t hi, item_fn fn,
-		     void *ctx)
+int log_each_item_in(ref_fs *fs, const struct ref_root *root, uint64_t ino, uint8_t lo,
+		     uint8_t hi, item_fn fn, void *ctx)
 {
-	struct ref_root root;
-	int r = ref_find_root(fs, in->subvol, &root);
-	if (r)
-		return r;
-	struct ref_key k = { in->ino, lo, 0 };
+	struct ref_key k = { ino, lo, 0 };
 	struct ref_path p;
-	r = ref_search(fs, &root, &k, &p);
+	int r = ref_search(fs, root, &k, &p);
 	while (r == 0) {
 		const uint8_t *d;
 		uint32_t size;
 		ref_path_item(&p, &k, &d, &size);
-		if (k.objectid != in->ino || k.type > hi || (r = fn(ctx, &k, d, size)))
+		if (k.objectid != ino || k.type > hi || (r = fn(ctx, &k, d, size)))
 			break;
 		r = ref_next(fs, &p);
 	}
@@ -198,9 +229,13 @@ static int each_item(ref_fs *fs, const struct ref_ino *in, uint8_t lo, uint8_t h
 	return r < 0 ? r : 0;
 }
 
-/* Which items copy_items takes. */
-typedef bool (*keep_fn)(ref_fs *fs, const struct btrfs_inode_item *ii, const struct ref_key *k,
-			const uint8_t *d, uint32_t size);
+int log_each_item(ref_fs *fs, const struct ref_ino *in, uint8_t lo, uint8_t hi, item_fn fn,
+		  void *ctx)
+{
+	struct ref_root root;
+	int r = ref_find_root(fs, in->subvol, &root);
+	return r ? r : log_each_item_in(fs, &root, in->ino, lo, hi, fn, ctx);
+}
 
 struct copy {
 	ref_fs *fs;
@@ -212,15 +247,15 @@ struct copy {
 static int copy_one(void *ctx, const struct ref_key *k, const uint8_t *d, uint32_t size)
 {
 	struct copy *c = ctx;
-	return !c->keep || c->keep(c->fs, c->ii, k, d, size) ? sub_add(c->fs, c->s, k, d, size) : 0;
+	return !c->keep || c->keep(c->fs, c->ii, k, d, size) ? log_sub_add(c->fs, c->s, k, d, size) : 0;
 }
 
 /* Copies the items of ino with key types in [lo, hi] that keep() accepts. */
-static int copy_items(ref_fs *fs, struct log_sub *s, const struct ref_ino *in, uint8_t lo,
+int log_copy_items(ref_fs *fs, struct log_sub *s, const struct ref_ino *in, uint8_t lo,
 		      uint8_t hi, const struct btrfs_inode_item *ii, keep_fn keep)
 {
 	struct copy c = { fs, s, ii, keep };
-	return each_item(fs, in, lo, hi, copy_one, &c);
+	return log_each_item(fs, in, lo, hi, copy_one, &c);
 }
 
 /* File extents the log needs: this transaction's, and prealloc past the size. */
@@ -245,7 +280,7 @@ static int add_hole(ref_fs *fs, struct log_sub *s, uint64_t ino, uint64_t pos, u
 	hole.type = BTRFS_FILE_EXTENT_REG;
 	hole.num_bytes = htole64(len);
 	struct ref_key k = { ino, BTRFS_EXTENT_DATA_KEY, pos };
-	return sub_add(fs, s, &k, &hole, sizeof(hole));
+	return log_sub_add(fs, s, &k, &hole, sizeof(hole));
 }
 
 struct holes {
@@ -283,28 +318,48 @@ static int log_holes(ref_fs *fs, struct log_sub *s, const struct ref_ino *in,
 	struct holes h = { fs, s, in->ino, 0, (LE64(ii->size) + ss - 1) / ss * ss };
 	if (!h.end)
 		return 0;
-	int r = each_item(fs, in, BTRFS_EXTENT_DATA_KEY, BTRFS_EXTENT_DATA_KEY, hole_before, &h);
+	int r = log_each_item(fs, in, BTRFS_EXTENT_DATA_KEY, BTRFS_EXTENT_DATA_KEY, hole_before, &h);
 	if (r)
 		return r;
 	return h.pos < h.end ? add_hole(fs, s, in->ino, h.pos, h.end - h.pos) : 0;
 }
 
-/* An inode "exists only": item (generation 0), names, xattrs. */
-static int log_exists(ref_fs *fs, struct log_sub *s, const struct ref_ino *in)
+int log_mark_logged(ref_fs *fs, const struct ref_ino *in)
+{
+	struct log_ino *li = log_ino_get(fs, in, true);
+	if (!li)
+		return ref_fail(fs, ENOMEM, "out of memory");
+	li->logged = true;
+	return 0;
+}
+
+/* An inode "exists only" (the kernel's LOG_INODE_EXISTS): its item with
+ * generation 0 and the size it was logged with (0 if never: replay then
+ * keeps an existing inode's), its names and xattrs; extents an earlier
+ * sync logged stay.  Nothing when it is logged whole already. */
+int log_exists(ref_fs *fs, struct log_sub *s, const struct ref_ino *in)
 {
 	struct ref_key k = { in->ino, BTRFS_INODE_ITEM_KEY, 0 };
-	for (size_t i = 0; i < s->n; i++)
-		if (!ref_key_cmp(&s->it[i].key, &k) &&
-		    LE64(((const struct btrfs_inode_item *)s->it[i].data)->generation))
+	const struct log_item *old = log_sub_find(s, &k);
+	uint64_t logged_size = 0;
+	if (old) {
+		const struct btrfs_inode_item *oi = (const void *)old->data;
+		if (LE64(oi->generation))
 			return 0; /* logged whole already */
+		logged_size = LE64(oi->size);
+	}
 	struct btrfs_inode_item ii;
 	int r = inode_read(fs, in, &ii);
 	if (r)
 		return r;
-	sub_forget(s, in->ino);
-	if ((r = log_inode_item(fs, s, in, &ii, true)))
+	if (S_ISLNK(LE32(ii.mode))) /* its target is its data: always whole */
+		return log_inode_all(fs, s, in, &ii);
+	log_sub_forget(s, in->ino, BTRFS_XATTR_ITEM_KEY);
+	if ((r = log_mark_logged(fs, in)) || (r = log_inode_item(fs, s, in, &ii, true)))
 		return r;
-	return copy_items(fs, s, in, BTRFS_INODE_REF_KEY, BTRFS_XATTR_ITEM_KEY, &ii, NULL);
+	struct btrfs_inode_item *li = (void *)log_sub_find(s, &k)->data;
+	li->size = htole64(logged_size < LE64(ii.size) ? logged_size : LE64(ii.size));
+	return log_copy_items(fs, s, in, BTRFS_INODE_REF_KEY, BTRFS_XATTR_ITEM_KEY, &ii, NULL);
 }
 
 struct parents {
@@ -348,11 +403,14 @@ static int parents_in(void *ctx, const struct ref_key *k, const uint8_t *d, uint
 	return 0;
 }
 
-/* The parent directories of in's names (INODE_REF offsets, extref parents). */
-static int parents_of(ref_fs *fs, const struct ref_ino *in, uint64_t **out, size_t *n)
+int log_parents_of(ref_fs *fs, const struct ref_ino *in, bool commit, uint64_t **out, size_t *n)
 {
 	struct parents ps = { fs, NULL, 0, 0 };
-	int r = each_item(fs, in, BTRFS_INODE_REF_KEY, BTRFS_INODE_EXTREF_KEY, parents_in, &ps);
+	struct ref_root root;
+	int r = commit ? ref_find_commit_root(fs, in->subvol, &root) : ref_find_root(fs, in->subvol, &root);
+	if (!r)
+		r = log_each_item_in(fs, &root, in->ino, BTRFS_INODE_REF_KEY, BTRFS_INODE_EXTREF_KEY,
+				     parents_in, &ps);
 	*out = ps.v;
 	*n = ps.n;
 	return r;
@@ -360,20 +418,26 @@ static int parents_of(ref_fs *fs, const struct ref_ino *in, uint64_t **out, size
 
 /* Each directory above in's names that this transaction made, up to the
  * first older one, logged "exists only" (the kernel's new ancestors). */
-static int log_new_ancestors(ref_fs *fs, struct log_sub *s, const struct ref_ino *in)
+int log_new_ancestors(ref_fs *fs, struct log_sub *s, const struct ref_ino *in,
+		      enum ref_log_full *why)
 {
 	uint64_t *par;
 	size_t n;
-	int r = parents_of(fs, in, &par, &n);
+	int r = log_parents_of(fs, in, false, &par, &n);
 	for (size_t i = 0; !r && i < n; i++) {
 		struct ref_ino dir = { in->subvol, par[i] };
 		for (int depth = 0; !r && depth < 4096; depth++) {
 			struct btrfs_inode_item ii;
 			if (dir.ino == in->ino || (r = inode_read(fs, &dir, &ii)))
 				break;
-			if (LE64(ii.generation) != fs->rw->transid)
-				break; /* committed: its name is there */
-			if ((r = log_exists(fs, s, &dir)))
+			const struct log_ino *li = log_ino_get(fs, &dir, false);
+			if (li && li->moved) {
+				/* Replay would put the names below it under its old one. */
+				*why = REF_LOG_FULL_DIR_UNLINK;
+				r = 1;
+				break;
+			}
+			if (LE64(ii.generation) == fs->rw->transid && (r = log_exists(fs, s, &dir)))
 				break;
 			struct ref_ino up;
 			if (dir.ino == BTRFS_FIRST_FREE_OBJECTID || (r = vfs_dotdot(fs, &dir, &up)))
@@ -388,16 +452,18 @@ static int log_new_ancestors(ref_fs *fs, struct log_sub *s, const struct ref_ino
 }
 
 /* The inode whole (LOG_INODE_ALL), replacing what an earlier sync logged. */
-static int log_inode_all(ref_fs *fs, struct log_sub *s, const struct ref_ino *in,
+int log_inode_all(ref_fs *fs, struct log_sub *s, const struct ref_ino *in,
 			 const struct btrfs_inode_item *ii)
 {
-	sub_forget(s, in->ino);
-	int r = log_inode_item(fs, s, in, ii, false);
+	log_sub_forget(s, in->ino, UINT8_MAX);
+	int r = log_mark_logged(fs, in);
 	if (!r)
-		r = copy_items(fs, s, in, MUTANT(LOG_NO_NAMES) ? BTRFS_XATTR_ITEM_KEY : BTRFS_INODE_REF_KEY,
+		r = log_inode_item(fs, s, in, ii, false);
+	if (!r)
+		r = log_copy_items(fs, s, in, MUTANT(LOG_NO_NAMES) ? BTRFS_XATTR_ITEM_KEY : BTRFS_INODE_REF_KEY,
 			       BTRFS_XATTR_ITEM_KEY, ii, NULL);
 	if (!r)
-		r = copy_items(fs, s, in, BTRFS_EXTENT_DATA_KEY, BTRFS_EXTENT_DATA_KEY, ii,
+		r = log_copy_items(fs, s, in, BTRFS_EXTENT_DATA_KEY, BTRFS_EXTENT_DATA_KEY, ii,
 			       keep_extent);
 	if (!r)
 		r = log_holes(fs, s, in, ii);
@@ -452,7 +518,7 @@ static int csum_items(ref_fs *fs, const struct log_sub *s, struct log_sub *out)
 					e++;
 				struct ref_key k = { BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY,
 						     a + j * fs->sectorsize };
-				r = sub_add(fs, out, &k, cs + j * fs->csum_size,
+				r = log_sub_add(fs, out, &k, cs + j * fs->csum_size,
 					    (uint32_t)((e - j) * fs->csum_size));
 				j = e;
 			}
@@ -585,7 +651,7 @@ static int log_sync(ref_fs *fs)
 		struct log_sub *s = &ls->subs[i];
 		struct log_sub all = { .subvol = s->subvol };
 		for (size_t j = 0; j < s->n && !r; j++)
-			r = sub_add(fs, &all, &s->it[j].key, s->it[j].data, s->it[j].size);
+			r = log_sub_add(fs, &all, &s->it[j].key, s->it[j].data, s->it[j].size);
 		if (!r && !MUTANT(LOG_NO_CSUM))
 			r = csum_items(fs, s, &all);
 		if (!r)
@@ -655,19 +721,31 @@ int log_fsync(ref_fs *fs, const struct ref_ino *in)
 	int r = inode_read(fs, in, &ii);
 	if (r)
 		return r;
-	if (S_ISDIR(LE32(ii.mode)))
-		return full_commit(fs, REF_LOG_FULL_DIRECTORY);
 	if (rw->npending)
 		return full_commit(fs, REF_LOG_FULL_NEW_CHUNK);
-	if (rw->log_names_removed)
-		return full_commit(fs, REF_LOG_FULL_NAME_REMOVED);
-	struct log_sub *s = sub_get(fs, in->subvol);
+	if (rw->log_must_commit)
+		return full_commit(fs, rw->log_must_commit_why);
+	struct log_sub *s = log_sub_get(fs, in->subvol);
 	if (!s)
 		return ref_fail(fs, ENOMEM, "out of memory");
 	uint64_t blocks_before = rw->log->nblocks;
-	r = log_inode_all(fs, s, in, &ii);
+	/* btrfs_log_inode_parent: the inode; a file's names changed since the
+	 * commit: its parents of the commit whole; the new directories above. */
+	enum ref_log_full why = REF_LOG_FULL_ERROR;
+	bool dir = S_ISDIR(LE32(ii.mode));
+	const struct log_ino *li = log_ino_get(fs, in, false);
+	bool unlinked = li && li->unlinked;
+	r = dir ? log_dir_all(fs, s, in, &why) : log_inode_all(fs, s, in, &ii);
+	if (!r && !dir && unlinked)
+		r = log_all_parents(fs, s, in, &why);
+	/* (The kernel skips this for a regular file of the last commit whose
+	 * names did not change; ref walks up anyway, for a directory above
+	 * moved since the commit, which makes it commit: replay would bring
+	 * the file back under that directory's old name.) */
 	if (!r)
-		r = log_new_ancestors(fs, s, in);
+		r = log_new_ancestors(fs, s, in, &why);
+	if (r == 1)
+		return full_commit(fs, why);
 	if (!r && too_big(fs))
 		return full_commit(fs, REF_LOG_FULL_TOO_BIG);
 	if (!r)

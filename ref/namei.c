@@ -3,6 +3,7 @@
  * and rename (over an existing name, RENAME_NOREPLACE, RENAME_EXCHANGE),
  * with the checks and errnos of Linux's VFS and btrfs.
  */
+#include "ref/log_write.h"
 #include "ref/vfs_int.h"
 
 #include <errno.h>
@@ -147,6 +148,7 @@ int ref_link(ref_fs *fs, const char *oldpath, const char *newpath)
 		return vfs_end(fs, ref_fail(fs, EMLINK, "%s: too many links", oldpath));
 	if ((r = dir_add(fs, &n.dir, n.name, n.len, &ino, mode_to_ft(inode_mode(&ii)))))
 		return vfs_end(fs, r);
+	log_note_new_name(fs, &ino, mode_to_ft(inode_mode(&ii)), NULL, 0);
 	if ((r = inode_read(fs, &ino, &ii))) /* dir_add changed its back references */
 		return vfs_end(fs, r);
 	ii.nlink = htole32(LE32(ii.nlink) + 1);
@@ -199,8 +201,11 @@ int ref_unlink(ref_fs *fs, const char *path)
 		return vfs_end(fs, r);
 	if (type == BTRFS_FT_DIR)
 		return vfs_end(fs, ref_fail(fs, EISDIR, "%s: is a directory", path));
-	if ((r = dir_remove(fs, &n.dir, n.name, n.len, &ino)))
+	log_note_unlink(fs, &n.dir, &ino, false);
+	uint64_t index;
+	if ((r = dir_remove_at(fs, &n.dir, n.name, n.len, &ino, &index)))
 		return vfs_end(fs, r);
+	log_note_removed(fs, &n.dir, n.name, n.len, index, &ino);
 	return vfs_end(fs, drop_link(fs, &ino));
 }
 
@@ -223,8 +228,10 @@ int ref_rmdir(ref_fs *fs, const char *path)
 		return vfs_end(fs, r);
 	if (type != BTRFS_FT_DIR)
 		return vfs_end(fs, ref_fail(fs, ENOTDIR, "%s: not a directory", path));
-	if (vfs_is_standin(&ino)) /* btrfs_unlink_subvol: only the entry goes */
+	if (vfs_is_standin(&ino)) { /* btrfs_unlink_subvol: only the entry goes */
+		log_note_dir_changed(fs, &n.dir);
 		return vfs_end(fs, dir_remove(fs, &n.dir, n.name, n.len, &ino));
+	}
 	if ((r = dir_is_empty(fs, &ino)) <= 0)
 		return vfs_end(fs, r < 0 ? r : ref_fail(fs, ENOTEMPTY, "%s: directory not empty", path));
 	if (is_subvol_entry(&n.dir, &ino)) {
@@ -234,8 +241,11 @@ int ref_rmdir(ref_fs *fs, const char *path)
 			return r;
 		return ref_subvol_delete(fs, path);
 	}
-	if ((r = dir_remove(fs, &n.dir, n.name, n.len, &ino)))
+	log_note_rmdir(fs, &n.dir, &ino);
+	uint64_t index;
+	if ((r = dir_remove_at(fs, &n.dir, n.name, n.len, &ino, &index)))
 		return vfs_end(fs, r);
+	log_note_removed(fs, &n.dir, n.name, n.len, index, &ino);
 	return vfs_end(fs, inode_drop(fs, &ino));
 }
 
@@ -436,14 +446,31 @@ static int touch_moved(ref_fs *fs, const struct ref_ino *ino, bool subvol_root)
 	return subvol_root ? 0 : touch_ctime(fs, ino);
 }
 
-/* The change: names go first, then come back in their new places. */
+/* What the fsync log must know of a rename before it (log_names.c), as
+ * btrfs_rename tells the kernel's: a subvolume's rename commits; a name
+ * leaving its directory for another is an unlink's there. */
+static void note_rename(ref_fs *fs, const struct rn *a)
+{
+	if (a->osub || a->nsub)
+		log_note_must_commit(fs, REF_LOG_FULL_SUBVOL);
+	if (!same_ino(&a->on.dir, &a->nn.dir)) {
+		log_note_unlink(fs, &a->on.dir, &a->oi, true);
+		if (a->exists && a->flags & RENAME_EXCHANGE)
+			log_note_unlink(fs, &a->nn.dir, &a->ni, true);
+	}
+}
+
+/* The change: names go first, then come back in their new places; then
+ * the log hears of the overwritten target (an unlink's) and the new names. */
 static int rename_apply(ref_fs *fs, const struct rn *a)
 {
 	bool exchange = a->flags & RENAME_EXCHANGE;
+	uint64_t tidx = 0, oidx = 0;
 	int r;
-	if (a->exists && (r = dir_remove(fs, &a->nn.dir, a->nn.name, a->nn.len, &a->ni)))
+	note_rename(fs, a);
+	if (a->exists && (r = dir_remove_at(fs, &a->nn.dir, a->nn.name, a->nn.len, &a->ni, &tidx)))
 		return r;
-	if ((r = dir_remove(fs, &a->on.dir, a->on.name, a->on.len, &a->oi)) ||
+	if ((r = dir_remove_at(fs, &a->on.dir, a->on.name, a->on.len, &a->oi, &oidx)) ||
 	    (r = dir_add(fs, &a->nn.dir, a->nn.name, a->nn.len, &a->oi, a->ot)))
 		return r;
 	if (a->exists && exchange)
@@ -454,7 +481,14 @@ static int rename_apply(ref_fs *fs, const struct rn *a)
 		r = touch_moved(fs, &a->oi, a->osub);
 	if (!r && a->exists && exchange)
 		r = touch_moved(fs, &a->ni, a->nsub);
-	return r;
+	if (r)
+		return r;
+	if (a->exists && !exchange)
+		log_note_removed(fs, &a->nn.dir, a->nn.name, a->nn.len, tidx, &a->ni);
+	log_note_new_name(fs, &a->oi, a->ot, &a->on.dir, oidx);
+	if (a->exists && exchange)
+		log_note_new_name(fs, &a->ni, a->nt, &a->nn.dir, tidx);
+	return 0;
 }
 
 int ref_rename(ref_fs *fs, const char *oldpath, const char *newpath, unsigned flags)

@@ -312,6 +312,9 @@ void ref_close(ref_fs *fs)
 	free(fs);
 }
 
+static int root_in(ref_fs *fs, const struct ref_root *tree_root, uint64_t id,
+		   struct ref_root *out);
+
 int ref_find_root(ref_fs *fs, uint64_t id, struct ref_root *out)
 {
 	/* Writing: the trees as the running transaction changed them.  After a
@@ -334,13 +337,24 @@ int ref_find_root(ref_fs *fs, uint64_t id, struct ref_root *out)
 		*out = fs->chunk_root;
 		return 0;
 	}
+	return root_in(fs, live ? &rw_tree_find(fs, BTRFS_ROOT_TREE_OBJECTID)->root : &fs->tree_root,
+		       id, out);
+}
+
+int ref_find_commit_root(ref_fs *fs, uint64_t id, struct ref_root *out)
+{
+	return root_in(fs, &fs->tree_root, id, out);
+}
+
+/* The root of tree id as the root tree tree_root names it. */
+static int root_in(ref_fs *fs, const struct ref_root *tree_root, uint64_t id,
+		   struct ref_root *out)
+{
 	struct ref_path path;
 	struct ref_key k;
 	const uint8_t *data;
 	uint32_t size;
-	struct ref_root tree_root =
-		live ? rw_tree_find(fs, BTRFS_ROOT_TREE_OBJECTID)->root : fs->tree_root;
-	int r = ref_find_first(fs, &tree_root, id, BTRFS_ROOT_ITEM_KEY, &path, &k, &data, &size);
+	int r = ref_find_first(fs, tree_root, id, BTRFS_ROOT_ITEM_KEY, &path, &k, &data, &size);
 	if (r == -ENOENT)
 		return ref_fail(fs, ENOENT, "no tree %llu in the root tree", (unsigned long long)id);
 	if (r)

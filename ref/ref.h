@@ -123,6 +123,9 @@ struct ref_root {
 
 /* The root of tree `id` (ROOT, CHUNK, or any tree with a ROOT_ITEM). */
 int ref_find_root(ref_fs *fs, uint64_t id, struct ref_root *out);
+/* The same as the last commit has it: while writing, the tree before the
+ * running transaction changed it (its blocks stay until the commit). */
+int ref_find_commit_root(ref_fs *fs, uint64_t id, struct ref_root *out);
 /* Positions path at the first item >= key (returns 0), or returns 1 when there
  * is none (path released). */
 int ref_search(ref_fs *fs, const struct ref_root *root, const struct ref_key *key,

@@ -25,6 +25,7 @@ void rw_tree_forget(ref_fs *fs, uint64_t id)
 	struct rw_state *rw = fs->rw;
 	for (size_t i = 0; i < rw->ntrees; i++)
 		if (rw->trees[i]->root.id == id) {
+			u64map_free(&rw->trees[i]->dir_index);
 			free(rw->trees[i]);
 			rw->trees[i] = rw->trees[--rw->ntrees];
 			return;
@@ -253,8 +254,10 @@ void rw_free(ref_fs *fs)
 	for (size_t i = 0; i < rw->nbgs; i++)
 		rset_free(&rw->bgs[i].free);
 	free(rw->bgs);
-	for (size_t i = 0; i < rw->ntrees; i++)
+	for (size_t i = 0; i < rw->ntrees; i++) {
+		u64map_free(&rw->trees[i]->dir_index);
 		free(rw->trees[i]);
+	}
 	free(rw->trees);
 	free(rw->dirty);
 	for (size_t i = 0; i < rw->nzombies; i++)

@@ -152,6 +152,10 @@ struct rw_tree {
 	uint64_t last_snapshot; /* blocks this old may be shared with a snapshot */
 	bool rdonly;            /* a read-only snapshot: every change is EROFS */
 	uint64_t next_ino;      /* the next free inode number (0: not known yet) */
+	/* Directory inode -> its next DIR_INDEX, as the kernel's in-memory
+	 * index_cnt: an index freed by a removal is not given again while
+	 * mounted (a log of this transaction may name the old entry by it). */
+	struct u64map dir_index;
 };
 
 struct rw_state {
@@ -192,7 +196,10 @@ struct rw_state {
 	uint64_t convert[3];
 	bool treelog;              /* fsync logs (not ref_mount_opts.notreelog) */
 	struct log_state *log;     /* this transaction's fsync log (log_write.h); NULL: none */
-	bool log_names_removed;    /* a name was removed in this transaction */
+	/* A name change the log cannot follow (log_names.c), or no memory to
+	 * note one: the next fsync commits instead, counted under the reason. */
+	bool log_must_commit;
+	enum ref_log_full log_must_commit_why;
 	struct ref_log_stats log_stats;
 };
 

@@ -7,6 +7,7 @@
  * uuid in the uuid tree.  Each call commits before it returns, as `btrfs
  * subvolume snapshot` waits for the transaction that makes the snapshot.
  */
+#include "ref/log_write.h"
 #include "ref/mutant.h"
 #include "ref/qgroup.h"
 #include "ref/vfs_int.h"
@@ -100,6 +101,7 @@ static int uuid_tree_add(ref_fs *fs, const uint8_t uuid[BTRFS_UUID_SIZE], uint8_
 static int link_subvol(ref_fs *fs, const struct vfs_name *n, uint64_t id)
 {
 	struct ref_ino target = { id, BTRFS_FIRST_FREE_OBJECTID };
+	log_note_dir_changed(fs, &n->dir); /* btrfs_record_new_subvolume */
 	return dir_add(fs, &n->dir, n->name, n->len, &target, BTRFS_FT_DIR);
 }
 
@@ -394,6 +396,7 @@ int ref_subvol_delete(ref_fs *fs, const char *path)
 		return end_commit(fs, r);
 	/* Out of the namespace at once: the entry and its links (dir_remove),
 	 * the uuids. */
+	log_note_dir_changed(fs, &n.dir); /* btrfs_record_snapshot_destroy */
 	if ((r = dir_remove(fs, &n.dir, n.name, n.len, &ino)) ||
 	    (r = uuid_tree_remove(fs, ri.uuid, BTRFS_UUID_KEY_SUBVOL, id)) ||
 	    (r = uuid_tree_remove(fs, ri.received_uuid, BTRFS_UUID_KEY_RECEIVED_SUBVOL, id)))

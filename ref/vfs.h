@@ -44,8 +44,10 @@ struct ref_mount_opts {
 enum ref_log_full {
 	REF_LOG_FULL_NOTREELOG,
 	REF_LOG_FULL_NEW_CHUNK,    /* a chunk allocated in this transaction (the kernel's too) */
-	REF_LOG_FULL_NAME_REMOVED, /* unlink, rmdir or rename in this transaction (ref: not logged yet) */
-	REF_LOG_FULL_DIRECTORY,    /* fsync of a directory (ref: not logged yet) */
+	REF_LOG_FULL_DIR_UNLINK,   /* a directory to log whole lost a name to a rename or was moved
+				      (the kernel's last_unlink_trans), or one above was moved */
+	REF_LOG_FULL_PARENT_GONE,  /* a parent directory of the last commit is gone (the kernel's too) */
+	REF_LOG_FULL_SUBVOL,       /* a subvolume entry or root in what is logged (the kernel's too) */
 	REF_LOG_FULL_NO_SPACE,     /* no metadata space for the log blocks */
 	REF_LOG_FULL_TOO_BIG,      /* the transaction's log outgrew its bound */
 	REF_LOG_FULL_ERROR,        /* writing the log failed: the kernel commits too */

@@ -99,6 +99,9 @@ int dir_add_at(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t l
 /* Removes it again (the target's link count is the caller's). */
 int dir_remove(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
 	       const struct ref_ino *target);
+/* The same, telling the DIR_INDEX the name had. */
+int dir_remove_at(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
+		  const struct ref_ino *target, uint64_t *index_out);
 /* Finds name among the entries of a DIR_ITEM or XATTR_ITEM at key k: its
  * offset and size in the item, and the data (an xattr's value, up to the
  * caller's buffer of a leaf's size) when value is not NULL; -ENOENT. */

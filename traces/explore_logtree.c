@@ -1,20 +1,40 @@
 /*
  * explore_logtree.c - the oracle's promises when fsync writes the log tree
- * (explore_opts.treelog): a crash state is legal when it is the state of the
- * last commit that can have been durable, snaps[c], with the log of one log
- * sync s after it replayed on top - every log sync that had returned before
- * the crash point included, the one in flight optional.  What the log of s
- * holds is every inode an fsync logged since c, as that fsync saw it: each
- * of its names with its content and attributes (the model after that fsync),
- * and the directories above them that the last commit did not have (logged
- * "exists only" by ref, as the kernel logs new ancestors).  Directories are
- * compared without their size: one gains a name on replay without its other
- * new entries, so its size is neither the commit's nor the fsync's (btrfs
- * check holds the size to the names it has).  traces/README.md states these
- * promises case by case.
+ * (explore_opts.treelog).  A crash state is legal when it can be the state
+ * of the last commit that can have been durable, snaps[c], with the log of
+ * one log sync s after it replayed on top - every log sync that had returned
+ * before the crash point included, the one in flight optional.
+ *
+ * What the log of s must bring is promised path by path, each sync after c
+ * in turn overriding the earlier ones:
+ * - each name of an fsynced inode: its line as the model had it after that
+ *   fsync (exact; a directory's without its size, which after replay counts
+ *   only the names the log brought);
+ * - the directories above such a name that the commit lacked (the kernel
+ *   logs new ancestors): their lines, exact but for the size;
+ * - an fsynced directory's entries: every name it had then is there with
+ *   its type (a new file's content is not promised: the kernel logs it
+ *   "exists only", and it comes back empty), and every name it had at the
+ *   commit and no longer had then is gone.
+ * A rename, unlink or rmdir after a sync takes back what it promised on
+ * the names it touched (and below them): the log still holds the inode,
+ * under whichever of its names replay finds.
+ * Every other path is as some state between the commit and the sync had it
+ * (nlink and directory sizes aside: replay may bring a file's new name
+ * while the old one stays, as the kernel's does when only the new
+ * directory was logged), or an empty file where some such state had a file
+ * (logged "exists only" with a directory), or a name of the commit that
+ * stayed showing a file an fsync logged (its hard link), or a name some
+ * such state had showing what one had under another name (a rename the
+ * log brought without the data written since); a path of the commit may
+ * be missing only where some such state lacks it.  traces/README.md states
+ * these promises case by case.
  */
 #include "traces/explore_internal.h"
+#include "traces/manifest.h"
+#include "traces/workload.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,26 +102,6 @@ static const struct mline *find(const struct lines *l, const char *p, size_t pl)
 	return NULL;
 }
 
-/* Sets (or adds) the line for its path in the expected state. */
-static int put(struct lines *e, const struct mline *m)
-{
-	for (size_t i = 0; i < e->n; i++)
-		if (!cmp_path(&e->v[i], m->path, m->plen)) {
-			e->v[i] = *m;
-			return 0;
-		}
-	if (e->n == e->cap) {
-		size_t cap = e->cap ? 2 * e->cap : 64;
-		struct mline *nv = realloc(e->v, cap * sizeof(*nv));
-		if (!nv)
-			return -1;
-		e->v = nv;
-		e->cap = cap;
-	}
-	e->v[e->n++] = *m;
-	return 0;
-}
-
 /* Field i (0-based, space-separated) of a line: where and how long. */
 static const char *field(const struct mline *m, int i, size_t *len)
 {
@@ -117,21 +117,6 @@ static const char *field(const struct mline *m, int i, size_t *len)
 	return p;
 }
 
-/* Equal lines; a directory's without its SIZE (field 6). */
-static bool same(const struct mline *a, const struct mline *b)
-{
-	size_t tl;
-	const char *t = field(a, 1, &tl);
-	if (!(tl == 1 && *t == 'd'))
-		return a->len == b->len && !memcmp(a->line, b->line, a->len);
-	size_t al, bl;
-	const char *as = field(a, 6, &al), *bs = field(b, 6, &bl);
-	size_t ah = (size_t)(as - a->line), bh = (size_t)(bs - b->line);
-	return ah == bh && !memcmp(a->line, b->line, ah) &&
-	       a->len - ah - al == b->len - bh - bl &&
-	       !memcmp(as + al, bs + bl, a->len - ah - al);
-}
-
 /* The parent path of an escaped manifest path ("/" for "/x"). */
 static size_t parent_len(const char *p, size_t pl)
 {
@@ -141,61 +126,277 @@ static size_t parent_len(const char *p, size_t pl)
 	return i > 1 ? i - 1 : 1;
 }
 
-/* Overlays the log sync of op k onto e: its logged paths as snaps[k+1] has
- * them, and their directories that the commit c lacks. */
-static int overlay(const struct ex *x, size_t k, const struct lines *base,
-		   const struct lines *after, struct lines *e)
+
+/* The type letter of a line (field 1). */
+static char type_of(const struct mline *m)
 {
+	size_t l;
+	const char *t = field(m, 1, &l);
+	return l == 1 ? *t : '?';
+}
+
+#define F_NLINK (1u << 5)
+#define F_SIZE (1u << 6)
+
+/* Equal lines but for the fields in skip (a bit per field number). */
+static bool equal_but(const struct mline *a, const struct mline *b, unsigned skip)
+{
+	const char *pa = a->line, *ea = a->line + a->len;
+	const char *pb = b->line, *eb = b->line + b->len;
+	for (unsigned i = 0;; i++) {
+		size_t la = strcspn(pa, " \n"), lb = strcspn(pb, " \n");
+		if (pa + la > ea)
+			la = (size_t)(ea - pa);
+		if (pb + lb > eb)
+			lb = (size_t)(eb - pb);
+		if (!(i < 32 && skip & (1u << i)) && (la != lb || memcmp(pa, pb, la)))
+			return false;
+		pa += la;
+		pb += lb;
+		if (pa >= ea || pb >= eb)
+			return pa >= ea && pb >= eb;
+		pa++;
+		pb++;
+	}
+}
+
+/* A promised line: exact but for nlink (a name of the last commit the log
+ * did not remove may stay beside the logged ones, as on Linux when its
+ * directory was logged before the unlink) and a directory's size. */
+static bool exact_ok(const struct mline *want, const struct mline *got)
+{
+	return equal_but(want, got, F_NLINK | (type_of(want) == 'd' ? F_SIZE : 0));
+}
+
+/* An unpromised line against a state's: equal but for nlink and a
+ * directory's size; or an empty file where the state had a file. */
+static bool loose_ok(const struct mline *m, const struct mline *got)
+{
+	char t = type_of(m);
+	if (t != type_of(got))
+		return false;
+	if (equal_but(m, got, F_NLINK | (t == 'd' ? F_SIZE : 0)))
+		return true;
+	size_t l;
+	const char *sz = field(got, 6, &l);
+	return t == 'f' && l == 1 && *sz == '0';
+}
+
+enum pkind { P_EXACT, P_TYPE, P_ABSENT };
+
+struct promise {
+	const char *path;
+	size_t plen;
+	enum pkind kind;
+	const struct mline *m; /* P_EXACT, P_TYPE: the model's line */
+};
+
+struct promises {
+	struct promise *v;
+	size_t n, cap;
+};
+
+/* Promises path; a later sync's promise replaces an earlier one, but an
+ * entry's type alone does not replace what an fsync of it promised (the
+ * kernel leaves an inode logged in this transaction as it is). */
+static int promise(struct promises *ps, const char *p, size_t pl, enum pkind kind,
+		   const struct mline *m)
+{
+	for (size_t i = 0; i < ps->n; i++) {
+		struct promise *o = &ps->v[i];
+		if (o->plen != pl || memcmp(o->path, p, pl))
+			continue;
+		if (!(kind == P_TYPE && o->kind == P_EXACT && type_of(o->m) == type_of(m)))
+			*o = (struct promise){ p, pl, kind, m };
+		return 0;
+	}
+	if (ps->n == ps->cap) {
+		size_t cap = ps->cap ? 2 * ps->cap : 32;
+		struct promise *nv = realloc(ps->v, cap * sizeof(*nv));
+		if (!nv)
+			return -1;
+		ps->v = nv;
+		ps->cap = cap;
+	}
+	ps->v[ps->n++] = (struct promise){ p, pl, kind, m };
+	return 0;
+}
+
+/* Whether line m's path is an entry of directory d (path d, length dl). */
+static bool entry_of(const struct mline *m, const char *d, size_t dl)
+{
+	return m->plen > dl && parent_len(m->path, m->plen) == dl && !memcmp(m->path, d, dl);
+}
+
+/* The promises of the log sync of op k (after: the model after it).  An
+ * earlier sync's promise on a path whose name came or went since (an unlink
+ * takes a new entry out of the log again) no longer holds. */
+static int promises_of(const struct ex *x, size_t k, const struct lines *base,
+		       const struct lines *after, struct promises *ps)
+{
+	for (size_t i = 0; i < ps->n;) {
+		const struct mline *m = find(after, ps->v[i].path, ps->v[i].plen);
+		if (ps->v[i].kind == P_ABSENT ? m != NULL : !m || type_of(m) != type_of(ps->v[i].m))
+			ps->v[i] = ps->v[--ps->n];
+		else
+			i++;
+	}
 	for (const char *p = x->spans[k].logged; p && *p;) {
 		size_t l = strcspn(p, "\n");
 		const struct mline *m = find(after, p, l);
-		if (m && put(e, m))
+		if (m && promise(ps, p, l, P_EXACT, m))
 			return -1;
 		/* Directories above it that the last commit did not have. */
 		for (size_t pl = parent_len(p, l); m && pl > 1; pl = parent_len(p, pl)) {
 			if (find(base, p, pl))
 				break;
 			const struct mline *d = find(after, p, pl);
-			if (d && put(e, d))
+			if (d && promise(ps, p, pl, P_EXACT, d))
 				return -1;
 		}
+		/* A directory: its names then, and none it lost since the commit. */
+		for (size_t i = 0; m && type_of(m) == 'd' && i < after->n; i++)
+			if (entry_of(&after->v[i], p, l) &&
+			    promise(ps, after->v[i].path, after->v[i].plen, P_TYPE, &after->v[i]))
+				return -1;
+		for (size_t i = 0; m && type_of(m) == 'd' && i < base->n; i++)
+			if (entry_of(&base->v[i], p, l) &&
+			    !find(after, base->v[i].path, base->v[i].plen) &&
+			    promise(ps, base->v[i].path, base->v[i].plen, P_ABSENT, NULL))
+				return -1;
 		p += l + (p[l] == '\n');
 	}
 	return 0;
 }
 
-static bool equal_states(struct lines *e, const struct lines *s)
+/* Drops the promises on raw path and below it: a name moved or removed
+ * after the sync that promised it (what was promised of the inode, the
+ * log still holds, but under which name is the log's business). */
+static int unpromise(struct promises *ps, const char *raw)
 {
-	if (e->n != s->n)
-		return false;
-	qsort(e->v, e->n, sizeof(*e->v), cmp_mline);
-	for (size_t i = 0; i < e->n; i++)
-		if (cmp_path(&e->v[i], s->v[i].path, s->v[i].plen) || !same(&e->v[i], &s->v[i]))
-			return false;
-	return true;
+	char *p = strdup("/");
+	for (const char *c = raw; p && *c;) {
+		size_t l = strcspn(c, "/");
+		if (l) {
+			char *q = mf_path_join(p, c, l);
+			free(p);
+			p = q;
+		}
+		c += l + (c[l] == '/');
+	}
+	if (!p)
+		return -1;
+	size_t pl = strlen(p);
+	for (size_t i = 0; i < ps->n;) {
+		const struct promise *o = &ps->v[i];
+		if (o->plen >= pl && !memcmp(o->path, p, pl) && (o->plen == pl || o->path[pl] == '/'))
+			ps->v[i] = ps->v[--ps->n];
+		else
+			i++;
+	}
+	free(p);
+	return 0;
 }
 
-/* The state of commit c with the log syncs of ops c..s (s: SIZE_MAX for
- * none) replayed on top: 1 when it is the recovered state, 0 when not. */
-static int try_state(const struct ex *x, size_t c, size_t s, const struct lines *base,
-		     const struct lines *got)
+static int cmp_promise(const void *a, const void *b)
 {
-	struct lines e = { malloc((base->n + 16) * sizeof(struct mline)), base->n, base->n + 16 };
-	if (!e.v)
-		return -1;
-	memcpy(e.v, base->v, base->n * sizeof(*e.v));
-	int r = 0;
-	for (size_t k = c; s != SIZE_MAX && k <= s && !r; k++) {
-		if (!x->spans[k].log_sync)
-			continue;
-		struct lines after;
-		if (parse(x->snaps[k + 1], &after) || overlay(x, k, base, &after, &e))
+	const struct promise *x = a, *y = b;
+	size_t n = x->plen < y->plen ? x->plen : y->plen;
+	int c = memcmp(x->path, y->path, n);
+	return c ? c : (x->plen > y->plen) - (x->plen < y->plen);
+}
+
+static const struct promise *promised(const struct promises *ps, const char *p, size_t pl)
+{
+	struct promise key = { p, pl, P_ABSENT, NULL };
+	return bsearch(&key, ps->v, ps->n, sizeof(*ps->v), cmp_promise);
+}
+
+/* Whether got can be snaps[c] with the log of the sync at op s replayed on
+ * top (st[0..nst): the parsed states snaps[c..s+1]): 1, 0, -1. */
+static int judge(const struct ex *x, size_t c, size_t s, const struct lines *st, size_t nst,
+		 const struct lines *got)
+{
+	struct promises ps = { 0 };
+	int r = 1;
+	for (size_t k = c; k <= s && r > 0; k++) {
+		const struct wl_op *op = &x->w->ops[k];
+		if (x->spans[k].log_sync && promises_of(x, k, &st[0], &st[k + 1 - c], &ps))
 			r = -1;
-		free(after.v); /* (e keeps pointers into snaps[k + 1], not into after) */
+		else if ((op->kind == WL_RENAME || op->kind == WL_UNLINK || op->kind == WL_RMDIR) &&
+			 !x->res->results[k] &&
+			 (unpromise(&ps, op->path) || (op->kind == WL_RENAME && unpromise(&ps, op->path2))))
+			r = -1;
 	}
-	if (!r)
-		r = equal_states(&e, got);
-	free(e.v);
+	if (r > 0)
+		qsort(ps.v, ps.n, sizeof(*ps.v), cmp_promise);
+	for (size_t i = 0; r > 0 && i < ps.n; i++) {
+		const struct promise *p = &ps.v[i];
+		const struct mline *g = find(got, p->path, p->plen);
+		if (p->kind == P_ABSENT ? g != NULL
+					: !g || (p->kind == P_EXACT ? !exact_ok(p->m, g)
+								    : type_of(p->m) != type_of(g)))
+			r = 0;
+		if (!r && getenv("LT_DEBUG"))
+			fprintf(stderr, "promise %d on %.*s broken\n", p->kind, (int)p->plen, p->path);
+	}
+	/* Every other path as some state between the commit and the sync had it. */
+	for (size_t i = 0; r > 0 && i < got->n; i++) {
+		const struct mline *g = &got->v[i];
+		if (promised(&ps, g->path, g->plen))
+			continue;
+		/* Or a name of the commit that stayed, of an inode an fsync logged. */
+		bool ok = false;
+		for (size_t j = 0; j < ps.n && !ok; j++)
+			ok = ps.v[j].kind == P_EXACT && type_of(ps.v[j].m) == 'f' &&
+			     find(&st[0], g->path, g->plen) &&
+			     equal_but(ps.v[j].m, g, 1u | F_NLINK);
+		bool named = false;
+		for (size_t j = 0; j < nst && !ok; j++) {
+			const struct mline *m = find(&st[j], g->path, g->plen);
+			ok = m && loose_ok(m, g);
+			named = named || (m && type_of(m) == type_of(g));
+		}
+		/* Or a name some state had, showing what some state had under
+		 * another name: the log brought a rename, not the data since. */
+		unsigned skip = 1u | F_NLINK | (type_of(g) == 'd' ? F_SIZE : 0);
+		for (size_t j = 0; j < nst && named && !ok; j++)
+			for (size_t i2 = 0; i2 < st[j].n && !ok; i2++)
+				ok = equal_but(&st[j].v[i2], g, skip);
+		r = ok;
+		if (!r && getenv("LT_DEBUG"))
+			fprintf(stderr, "unpromised %.*s in no state\n", (int)g->len, g->line);
+	}
+	/* A path of the commit gone only where some such state lacks it. */
+	for (size_t i = 0; r > 0 && i < st[0].n; i++) {
+		const struct mline *b = &st[0].v[i];
+		if (find(got, b->path, b->plen) || promised(&ps, b->path, b->plen))
+			continue;
+		bool gone = false;
+		for (size_t j = 1; j < nst && !gone; j++)
+			gone = !find(&st[j], b->path, b->plen);
+		r = gone;
+		if (!r && getenv("LT_DEBUG"))
+			fprintf(stderr, "%.*s missing\n", (int)b->len, b->line);
+	}
+	free(ps.v);
+	return r;
+}
+
+/* The same with the states parsed. */
+static int try_state(const struct ex *x, size_t c, size_t s, const struct lines *got)
+{
+	size_t nst = s + 2 - c;
+	struct lines *st = calloc(nst, sizeof(*st));
+	int r = st ? 1 : -1;
+	for (size_t j = 0; j < nst && r > 0; j++)
+		if (parse(x->snaps[c + j], &st[j]))
+			r = -1;
+	if (r > 0)
+		r = judge(x, c, s, st, nst, got);
+	for (size_t j = 0; st && j < nst; j++)
+		free(st[j].v);
+	free(st);
 	return r;
 }
 
@@ -229,15 +430,10 @@ int explore_logtree_legal(const struct ex *x, size_t point, size_t lo, size_t hi
 		}
 		if (last == SIZE_MAX)
 			continue; /* no log after c: the plain comparison said no */
-		struct lines base;
-		if (parse(x->snaps[c], &base)) {
-			legal = -1;
-			break;
-		}
-		legal = try_state(x, c, must, &base, &got);
+		if (must != SIZE_MAX)
+			legal = try_state(x, c, must, &got);
 		if (!legal && last != must)
-			legal = try_state(x, c, last, &base, &got);
-		free(base.v);
+			legal = try_state(x, c, last, &got);
 	}
 	free(got.v);
 	return legal;

@@ -204,33 +204,157 @@ Test(log, full_commits_are_counted_with_their_reasons)
 {
 	sim_volume *vol;
 	ref_fs *fs = fresh(&vol);
-	WU_OK(fs, ref_create(fs, "/x", 0644));
+	WU_OK(fs, ref_mkdir(fs, "/a", 0755));
+	WU_OK(fs, ref_mkdir(fs, "/b", 0755));
+	WU_OK(fs, ref_create(fs, "/a/x", 0644));
 	WU_OK(fs, ref_create(fs, "/y", 0644));
 	WU_OK(fs, ref_sync(fs));
 	uint64_t c0 = ref_commits(fs);
-	WU_OK(fs, ref_mkdir(fs, "/dir", 0755));
-	WU_OK(fs, ref_fsync(fs, "/dir"));
-	WU_OK(fs, ref_unlink(fs, "/y"));
-	put(fs, "/x", 100, 1, 0);
-	WU_OK(fs, ref_fsync(fs, "/x"));
-	WU_OK(fs, ref_fsync(fs, "/x")); /* nothing new since the commit: nothing to do */
+	/* A name moved out of /a while neither it nor /a was logged: /a can no
+	 * longer be logged (the kernel's last_unlink_trans); /b can. */
+	WU_OK(fs, ref_rename(fs, "/a/x", "/b/x", 0));
+	WU_OK(fs, ref_fsync(fs, "/b"));
+	WU_OK(fs, ref_fsync(fs, "/a"));
+	/* After that commit: a logged file renamed, the log follows it. */
+	put(fs, "/y", 100, 1, 0);
+	WU_OK(fs, ref_fsync(fs, "/y"));
+	WU_OK(fs, ref_rename(fs, "/y", "/y2", 0));
+	WU_OK(fs, ref_fsync(fs, "/y2"));
+	WU_OK(fs, ref_sync(fs));
+	WU_OK(fs, ref_fsync(fs, "/y2")); /* nothing new since the commit: nothing to do */
 	struct ref_log_stats ls;
 	ref_log_stats(fs, &ls);
-	cr_assert_eq(ls.full_by_reason[REF_LOG_FULL_DIRECTORY], 1);
-	cr_assert_eq(ls.full_by_reason[REF_LOG_FULL_NAME_REMOVED], 1);
-	cr_assert_eq(ls.full_commits, 2);
-	cr_assert_eq(ls.log_syncs, 0);
+	cr_assert_eq(ls.full_by_reason[REF_LOG_FULL_DIR_UNLINK], 1);
+	cr_assert_eq(ls.full_commits, 1);
+	cr_assert_eq(ls.log_syncs, 3);
 	cr_assert_eq(ref_commits(fs), c0 + 2);
-	cr_assert_str_eq(ref_log_full_reason(REF_LOG_FULL_DIRECTORY),
-			 "a directory fsync (not logged yet)");
+	cr_assert_str_eq(ref_log_full_reason(REF_LOG_FULL_DIR_UNLINK),
+			 "a directory to log, or one above, lost a name to a rename or moved");
 	WU_OK(fs, ref_umount(fs));
 
 	/* Without the log (the kernel's notreelog), every fsync commits. */
 	fs = mount_log(vol, false);
-	put(fs, "/x", 100, 2, 0);
-	WU_OK(fs, ref_fsync(fs, "/x"));
+	put(fs, "/y2", 100, 2, 0);
+	WU_OK(fs, ref_fsync(fs, "/y2"));
 	ref_log_stats(fs, &ls);
 	cr_assert_eq(ls.full_by_reason[REF_LOG_FULL_NOTREELOG], 1);
+	WU_OK(fs, ref_umount(fs));
+	sim_volume_close(vol);
+}
+
+/* A directory fsync logs its names: new entries come back (a new file
+ * empty, as the kernel logs it "exists only"; a new directory with its own
+ * new names), removed ones stay removed, entries of the commit stay. */
+Test(log, a_directory_fsync_persists_its_names_added_and_removed)
+{
+	sim_volume *vol;
+	ref_fs *fs = fresh(&vol);
+	WU_OK(fs, ref_mkdir(fs, "/d", 0755));
+	WU_OK(fs, ref_create(fs, "/d/old", 0644));
+	put(fs, "/d/old", 5000, 1, 0);
+	WU_OK(fs, ref_create(fs, "/d/gone", 0644));
+	WU_OK(fs, ref_mkdir(fs, "/d/olddir", 0755));
+	WU_OK(fs, ref_create(fs, "/d/olddir/in", 0644));
+	WU_OK(fs, ref_create(fs, "/d/keep", 0644));
+	WU_OK(fs, ref_sync(fs));
+	uint64_t c0 = ref_commits(fs);
+	WU_OK(fs, ref_create(fs, "/d/new", 0644));
+	put(fs, "/d/new", 7000, 2, 0);
+	WU_OK(fs, ref_mkdir(fs, "/d/sub", 0700));
+	WU_OK(fs, ref_create(fs, "/d/sub/f", 0644));
+	WU_OK(fs, ref_symlink(fs, "target-of-l", "/d/l"));
+	WU_OK(fs, ref_unlink(fs, "/d/gone"));
+	WU_OK(fs, ref_unlink(fs, "/d/olddir/in"));
+	WU_OK(fs, ref_rmdir(fs, "/d/olddir"));
+	WU_OK(fs, ref_rename(fs, "/d/keep", "/d/kept", 0)); /* within /d */
+	WU_OK(fs, ref_create(fs, "/elsewhere", 0644));   /* not in /d: not logged */
+	WU_OK(fs, ref_fsync(fs, "/d"));
+	cr_assert_eq(ref_commits(fs), c0, "the directory fsync wrote the log");
+	struct ref_log_stats ls;
+	ref_log_stats(fs, &ls);
+	cr_assert_eq(ls.log_syncs, 1);
+
+	sim_volume *c = crashed(vol);
+	ref_fs *rd = open_ro(c, false, NULL);
+	expect_pat(rd, "/d/old", 5000, 1);
+	expect_file(rd, "/d/new", (const uint8_t *)"", 0); /* "exists only": its data was not fsynced */
+	expect_file(rd, "/d/sub/f", (const uint8_t *)"", 0);
+	expect_file(rd, "/d/kept", (const uint8_t *)"", 0);
+	expect_absent(rd, "/d/keep");
+	expect_absent(rd, "/d/gone");
+	expect_absent(rd, "/d/olddir");
+	expect_absent(rd, "/elsewhere");
+	struct ref_stat st;
+	cr_assert_eq(ref_stat_path(rd, "/d/sub", false, &st), 0);
+	cr_assert_eq(st.mode & 07777, 0700);
+	char t[32];
+	struct ref_ino l;
+	cr_assert_eq(ref_lookup_path(rd, "/d/l", false, &l), 0);
+	cr_assert_eq(ref_readlink(rd, &l, t, sizeof(t)), 11);
+	cr_assert(!memcmp(t, "target-of-l", 11));
+	ref_close(rd);
+	wu_expect_clean(c);
+	sim_volume_close(c);
+
+	/* A file fsynced after the directory keeps its data. */
+	WU_OK(fs, ref_fsync(fs, "/d/new"));
+	c = crashed(vol);
+	rd = open_ro(c, false, NULL);
+	expect_pat(rd, "/d/new", 7000, 2);
+	expect_absent(rd, "/d/gone");
+	ref_close(rd);
+	wu_expect_clean(c);
+	sim_volume_close(c);
+	WU_OK(fs, ref_umount(fs));
+	sim_volume_close(vol);
+}
+
+/* generic/039, generic/107: a file that lost a name since the commit is
+ * fsynced; its directories of the commit are logged whole, so the removed
+ * name stays removed and the directory can be emptied after replay. */
+Test(log, a_name_removed_since_the_commit_stays_removed_after_fsync)
+{
+	sim_volume *vol;
+	ref_fs *fs = fresh(&vol);
+	WU_OK(fs, ref_mkdir(fs, "/t", 0755));
+	WU_OK(fs, ref_create(fs, "/foo", 0644));
+	put(fs, "/foo", 3000, 4, 0);
+	WU_OK(fs, ref_link(fs, "/foo", "/t/foo2"));
+	WU_OK(fs, ref_link(fs, "/foo", "/t/foo3"));
+	WU_OK(fs, ref_sync(fs));
+	uint64_t c0 = ref_commits(fs);
+	WU_OK(fs, ref_unlink(fs, "/t/foo3"));
+	put(fs, "/foo", 100, 5, 3000);
+	WU_OK(fs, ref_fsync(fs, "/foo"));
+	cr_assert_eq(ref_commits(fs), c0);
+
+	sim_volume *c = crashed(vol);
+	ref_fs *rd = open_ro(c, false, NULL);
+	expect_absent(rd, "/t/foo3");
+	struct ref_stat st;
+	cr_assert_eq(ref_stat_path(rd, "/foo", false, &st), 0);
+	cr_assert_eq(st.nlink, 2);
+	cr_assert_eq(st.size, 3100);
+	cr_assert_eq(ref_stat_path(rd, "/t/foo2", false, &st), 0);
+	ref_close(rd);
+	wu_expect_clean(c);
+	sim_volume_close(c);
+
+	/* The same, renamed within a directory (generic/321, 376): the old
+	 * name is gone, the new one there. */
+	WU_OK(fs, ref_sync(fs));
+	WU_OK(fs, ref_rename(fs, "/t/foo2", "/t/bar", 0));
+	WU_OK(fs, ref_create(fs, "/t/foo2", 0644));
+	WU_OK(fs, ref_fsync(fs, "/t/bar"));
+	c = crashed(vol);
+	rd = open_ro(c, false, NULL);
+	cr_assert_eq(ref_stat_path(rd, "/t/bar", false, &st), 0);
+	cr_assert_eq(st.nlink, 2);
+	cr_assert_eq(ref_stat_path(rd, "/t/foo2", false, &st), 0); /* new in the logged /t */
+	cr_assert_eq(st.size, 0);
+	ref_close(rd);
+	wu_expect_clean(c);
+	sim_volume_close(c);
 	WU_OK(fs, ref_umount(fs));
 	sim_volume_close(vol);
 }
