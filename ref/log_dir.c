@@ -22,6 +22,7 @@
  * an earlier sync logged of it is dropped first.
  */
 #include "ref/log_write.h"
+#include "ref/mutant.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -43,6 +44,8 @@ struct dir_walk {
 
 static int add_range(ref_fs *fs, struct log_sub *s, uint64_t dir, uint64_t first, uint64_t last)
 {
+	if (MUTANT(LOG_NO_DIR_RANGES))
+		return 0;
 	struct btrfs_dir_log_item it = { .end = htole64(last) };
 	struct ref_key k = { dir, BTRFS_DIR_LOG_INDEX_KEY, first };
 	return log_sub_add(fs, s, &k, &it, sizeof(it));

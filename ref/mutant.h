@@ -32,11 +32,14 @@
 /* The fsync log (ref/log_write.c): the superblock naming the log written
  * before the log blocks are flushed; the logged extents' checksums left
  * out; a file's names (INODE_REF) not logged; the holes of a NO_HOLES file
- * not logged (a hole punched since the commit comes back as old data). */
+ * not logged (a hole punched since the commit comes back as old data); a
+ * logged directory's DIR_LOG_INDEX ranges left out (log_dir.c: a name
+ * removed since the commit comes back). */
 #define MUTANT_LOG_SUPER_FIRST 9
 #define MUTANT_LOG_NO_CSUM 10
 #define MUTANT_LOG_NO_NAMES 11
 #define MUTANT_LOG_NO_HOLES 12
+#define MUTANT_LOG_NO_DIR_RANGES 13
 
 #ifdef BTRSIM_MUTANT
 #define MUTANT(x) (BTRSIM_MUTANT == MUTANT_##x)

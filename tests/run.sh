@@ -1,11 +1,13 @@
 #!/bin/sh
 # Runs the whole test suite against one build directory (build/debug for
 # `make test`): the Criterion unit tests and every tests/cli/*.sh and
-# tests/interop/*.sh, as TEST_JOBS suites at a time (default: the cores).
-# Each suite is mostly one process on one core, so suites run side by side
-# (interop suites too: each attaches its own loop devices with losetup -f and
-# mounts in its own directory, and undoes only what it made).  Each suite's
-# output is printed whole when it ends; the last line is the total,
+# tests/interop/*.sh, TEST_JOBS suites at a time (default: the cores).
+# Each suite is mostly one process on one core, so suites run side by side.
+# Interop suites run one after another in the first lane only: they attach
+# loop devices and mount file systems whose fsids come from fixed seeds, and
+# the kernel's device registry takes two such volumes for one (EBUSY).
+# That lane then takes the other suites too.  Each suite's output is
+# printed whole when it ends; the last line is the total,
 # "N passed, N failed, N skipped".  Exits 1 when any test failed or a
 # sanitizer spoke.
 set -u
@@ -21,9 +23,8 @@ export LSAN_OPTIONS="exitcode=86"
 D=$(mktemp -d)
 trap 'rm -rf "$D"' EXIT
 
-# The suites, the longest first so that the pool ends evenly: the unit tests
-# (one Criterion worker: the other cores run suites meanwhile), then the
-# shell suites, named by their path under tests/.
+# The suites, named by their path under tests/: the unit tests first (one
+# Criterion worker, the longest suite: the other lanes run suites meanwhile).
 {
 	echo unit
 	for t in "$HERE"/cli/test_*.sh "$HERE"/interop/test_*.sh; do
@@ -33,17 +34,37 @@ trap 'rm -rf "$D"' EXIT
 
 # One suite: its log in $D/ID.log, its exit status in $D/ID.rc, then its
 # log printed whole (under a lock, so that two suites' outputs never mix).
-export B D HERE
-tr '\n' '\0' <"$D/jobs" | xargs -0 -P "$JOBS" -n 1 sh -c '
-	id=$(echo "$1" | tr / -)
-	start=$(date +%s)
-	case $1 in
-	unit) "$B/tests/unit-tests" --jobs 1 ;;
-	*) BTRSIM="$B/btrsim" sh "$HERE/$1" ;;
-	esac >"$D/$id.log" 2>&1
-	echo $? >"$D/$id.rc"
-	{ echo "== $1 ($(($(date +%s) - start)) s)"; cat "$D/$id.log"; } | flock "$D/out.lock" cat
-' sh
+# A suite is claimed by making its directory $D/ID.claim (atomic), so that
+# each runs once whichever lane comes to it first.
+lane() {
+	for pass in interop other; do
+		[ "$pass" = interop ] && [ "$1" != 0 ] && continue
+		while IFS= read -r name; do
+			case $name in
+			interop/*) [ "$pass" = interop ] || continue ;;
+			*) [ "$pass" = other ] || continue ;;
+			esac
+			id=$(echo "$name" | tr / -)
+			mkdir "$D/$id.claim" 2>/dev/null || continue
+			start=$(date +%s)
+			case $name in
+			unit) "$B/tests/unit-tests" --jobs 1 ;;
+			*) BTRSIM="$B/btrsim" sh "$HERE/$name" ;;
+			esac >"$D/$id.log" 2>&1
+			echo $? >"$D/$id.rc"
+			{
+				echo "== $name ($(($(date +%s) - start)) s)"
+				cat "$D/$id.log"
+			} | flock "$D/out.lock" cat
+		done <"$D/jobs"
+	done
+}
+i=0
+while [ "$i" -lt "$JOBS" ]; do
+	lane "$i" &
+	i=$((i + 1))
+done
+wait
 
 passed=0
 failed=0

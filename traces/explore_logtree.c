@@ -337,7 +337,7 @@ static int judge(const struct ex *x, size_t c, size_t s, const struct lines *st,
 					: !g || (p->kind == P_EXACT ? !exact_ok(p->m, g)
 								    : type_of(p->m) != type_of(g)))
 			r = 0;
-		if (!r && getenv("LT_DEBUG"))
+		if (!r && getenv("BTRSIM_LOG_ORACLE_VERBOSE"))
 			fprintf(stderr, "promise %d on %.*s broken\n", p->kind, (int)p->plen, p->path);
 	}
 	/* Every other path as some state between the commit and the sync had it. */
@@ -364,7 +364,7 @@ static int judge(const struct ex *x, size_t c, size_t s, const struct lines *st,
 			for (size_t i2 = 0; i2 < st[j].n && !ok; i2++)
 				ok = equal_but(&st[j].v[i2], g, skip);
 		r = ok;
-		if (!r && getenv("LT_DEBUG"))
+		if (!r && getenv("BTRSIM_LOG_ORACLE_VERBOSE"))
 			fprintf(stderr, "unpromised %.*s in no state\n", (int)g->len, g->line);
 	}
 	/* A path of the commit gone only where some such state lacks it. */
@@ -376,7 +376,7 @@ static int judge(const struct ex *x, size_t c, size_t s, const struct lines *st,
 		for (size_t j = 1; j < nst && !gone; j++)
 			gone = !find(&st[j], b->path, b->plen);
 		r = gone;
-		if (!r && getenv("LT_DEBUG"))
+		if (!r && getenv("BTRSIM_LOG_ORACLE_VERBOSE"))
 			fprintf(stderr, "%.*s missing\n", (int)b->len, b->line);
 	}
 	free(ps.v);

@@ -76,12 +76,15 @@ done_check
 # test_explore.sh catches it with such a workload.  qgroup-no-inherit by the
 # subvolume set with quotas on (its setup snapshots /S as /T: ref's
 # accounting then loses track of the numbers and marks them inconsistent).
-# The log's four by seq-1's data ops (create, write, fallocate; fsync writes
-# the log tree by default), whose reproducers fail with the log again.
+# The log's by seq-1's data ops (create, write, fallocate; fsync writes the
+# log tree by default), the directory ranges' by its name ops (create,
+# unlink, rename, with a directory fsync as persistence point), whose
+# reproducers fail with the log again.
 catch_args() {
 	case $1 in
 	snap-rw) echo --seq 1 --subvol --ops snapshot ;;
 	qgroup-no-inherit) echo --seq 1 --subvol --quota --ops snapshot ;;
+	log-no-dir-ranges) echo --seq 1 --ops create,unlink,rename ;;
 	log-*) echo --seq 1 --ops create,write,fallocate ;;
 	*) echo --seq 1 --limit 40 ;;
 	esac
@@ -92,7 +95,7 @@ rep_args() {
 	esac
 }
 for name in skip-flush cow-in-place super-first drop-dirty early-reuse snap-rw qgroup-no-inherit \
-	log-super-first log-no-csum log-no-names log-no-holes; do
+	log-super-first log-no-csum log-no-names log-no-holes log-no-dir-ranges; do
 	M="$ROOT/build/mutants/btrsim-$name"
 	if [ ! -x "$M" ]; then
 		echo "SKIP campaign-catches-$name: no $M (make mutants builds it; make test does)"

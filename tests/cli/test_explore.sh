@@ -181,6 +181,41 @@ run explore-notreelog 0 "$BTRSIM" explore "$T/w7.wl"
 out_has ' 0 violations$'
 done_check
 
+# Directory fsyncs (traces/README.md): new entries there, removed ones gone,
+# entries of the commit kept; renames within and out of a logged directory,
+# a hard link's other name fsynced after one was unlinked.
+cat >"$T/w8.wl" <<'W'
+mkdir /d
+create /d/old
+write /d/old 0 40000 1
+create /d/gone
+mkdir /d/sub
+create /d/sub/in
+create /keep
+link /keep /d/k2
+sync
+create /d/new
+write /d/new 0 9000 2
+mkdir /d/nd
+create /d/nd/f
+unlink /d/gone
+unlink /d/sub/in
+rmdir /d/sub
+rename /d/old /d/renamed
+fsync /d
+write /d/new 0 100 3
+unlink /d/k2
+write /keep 0 5000 4
+fsync /keep
+create /d/after
+fsync /d/new
+rename /d/renamed /x
+fsync /x
+W
+run explore-treelog-dirs 0 "$BTRSIM" explore "$T/w8.wl"
+out_has ' 0 violations$'
+done_check
+
 # --quota puts quota-enable before the workload's first op, recorded like
 # any op: the stored workload has it, and the run replays.
 run explore-quota-flag 0 "$BTRSIM" explore --quota --max-subset 4 --samples 4 --db "$T/q.db" \
@@ -276,13 +311,14 @@ catch_workloads() {
 	snap-rw) echo w4 ;;
 	snap-no-commit) echo w5 ;;
 	qgroup-no-inherit) echo w6 ;;
+	log-no-dir-ranges) echo w8 ;;
 	log-*) echo w7 ;;
 	*) echo w1 w2 ;;
 	esac
 }
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 for name in skip-flush cow-in-place super-first drop-dirty early-reuse snap-rw snap-no-commit \
-	qgroup-no-inherit log-super-first log-no-csum log-no-names log-no-holes; do
+	qgroup-no-inherit log-super-first log-no-csum log-no-names log-no-holes log-no-dir-ranges; do
 	M="$ROOT/build/mutants/btrsim-$name"
 	if [ ! -x "$M" ]; then
 		echo "SKIP explore-catches-$name: no $M (make mutants builds it; make test does)"

@@ -202,40 +202,95 @@ fdatasync /keep
 fallocate /keep 4096 65536 keep-size
 fsync /keep
 WL
-NAME=ref-log-written
-BAD=0
-"$BTRSIM" mkfs --size 256M "$T/ref.img" >/dev/null 2>&1 || fail "btrsim mkfs"
-run ref-log-written 0 "$BTRSIM" run --treelog --power-off "$T/reflog.wl" "$T/ref.img"
-out_has '[1-9][0-9]* log syncs, then power lost'
-[ "$(log_root "$T/ref.img")" != 0 ] || fail "no log root in ref's image"
-progs_check "$T/ref.img"
-done_check
-run ref-log-check 0 "$BTRSIM" check "$T/ref.img"
-out_has '^no error found$'
-done_check
-run ref-log-ref-replay 0 "$BTRSIM" manifest --ino --times "$T/ref.img"
-cp "$OUT" "$T/refself.mf"
-grep -q '^/lost ' "$T/refself.mf" && fail "/lost was neither fsynced nor committed"
-grep -q '^/new/deeper/f ' "$T/refself.mf" || fail "the fsynced /new/deeper/f is missing"
-done_check
-cp --sparse=always "$T/ref.img" "$T/refk.img"
-NAME=ref-log-kernel-replay
-BAD=0
-if attach "$T/refk.img" && mount_dev "$MP" "" "$LOOP"; then
-	"$BTRSIM" manifest --host "$MP" --ino --times >"$T/refk.mf" 2>"$T/refk.err" ||
-		fail "manifest --host: $(head -c 200 "$T/refk.err")"
-	unmount "$MP"
-	cleanup_mounts
-	if ! cmp -s "$T/refk.mf" "$T/refself.mf"; then
-		fail "the kernel's replay of ref's log differs from ref's: $(diff "$T/refk.mf" "$T/refself.mf" | head -6 | tr '\n' '|')"
+# One workload of ref's with its log left by a power loss: NAME-written
+# (btrfs check with the log), NAME-check, NAME-ref-replay (ref's view; the
+# paths after the workload name must be there, then -PATH ones must not),
+# NAME-kernel-replay (the kernel's replay equals ref's, btrfs check after).
+ref_log_case() {
+	c=$1
+	wl=$2
+	shift 2
+	NAME=$c-written
+	BAD=0
+	rm -f "$T/$c.img"
+	"$BTRSIM" mkfs --size 256M "$T/$c.img" >/dev/null 2>&1 || fail "btrsim mkfs"
+	run "$c-written" 0 "$BTRSIM" run --treelog --power-off "$wl" "$T/$c.img"
+	out_has '[1-9][0-9]* log syncs, then power lost'
+	[ "$(log_root "$T/$c.img")" != 0 ] || fail "no log root in ref's image"
+	progs_check "$T/$c.img"
+	done_check
+	run "$c-check" 0 "$BTRSIM" check "$T/$c.img"
+	out_has '^no error found$'
+	done_check
+	run "$c-ref-replay" 0 "$BTRSIM" manifest --ino --times "$T/$c.img"
+	cp "$OUT" "$T/$c.self.mf"
+	for p in "$@"; do
+		case $p in
+		-*) grep -q "^${p#-} " "$T/$c.self.mf" && fail "${p#-} was neither fsynced nor committed" ;;
+		*) grep -q "^$p " "$T/$c.self.mf" || fail "the fsynced $p is missing" ;;
+		esac
+	done
+	done_check
+	cp --sparse=always "$T/$c.img" "$T/$c.k.img"
+	NAME=$c-kernel-replay
+	BAD=0
+	if attach "$T/$c.k.img" && mount_dev "$MP" "" "$LOOP"; then
+		"$BTRSIM" manifest --host "$MP" --ino --times >"$T/$c.k.mf" 2>"$T/$c.k.err" ||
+			fail "manifest --host: $(head -c 200 "$T/$c.k.err")"
+		unmount "$MP"
+		cleanup_mounts
+		if ! cmp -s "$T/$c.k.mf" "$T/$c.self.mf"; then
+			fail "the kernel's replay of ref's log differs from ref's: $(diff "$T/$c.k.mf" "$T/$c.self.mf" | head -6 | tr '\n' '|')"
+		fi
+		[ "$(log_root "$T/$c.k.img")" = 0 ] || fail "the kernel left the log"
+		progs_check "$T/$c.k.img"
+	else
+		fail "the kernel does not mount ref's image with its log"
+		cleanup_mounts
 	fi
-	[ "$(log_root "$T/refk.img")" = 0 ] || fail "the kernel left the log"
-	progs_check "$T/refk.img"
-else
-	fail "the kernel does not mount ref's image with its log"
-	cleanup_mounts
-fi
-done_check
+	done_check
+}
+ref_log_case ref-log "$T/reflog.wl" /new/deeper/f -/lost
+
+# ref's logs of directory fsyncs and of names changed since the commit: new
+# entries (a file, a directory with a file, a symlink), unlinked ones, a
+# removed directory, a rename within the directory, a hard link's other name
+# fsynced after the first was unlinked; first, a rename in from another
+# directory that neither was logged, which commits (as the kernel's does).
+cat >"$T/dirlog.wl" <<'WL'
+mkdir /d
+create /d/old
+write /d/old 0 50000 1
+create /d/gone
+mkdir /d/sub
+create /d/sub/in
+create /keep
+write /keep 0 7000 2
+link /keep /d/k2
+mkdir /a
+create /a/x
+write /a/x 0 3000 3
+sync
+rename /a/x /d/x2
+fsync /d/x2
+create /d/new
+write /d/new 0 9000 4
+mkdir /d/nd
+create /d/nd/f
+write /d/nd/f 0 3000 5
+symlink target-of-l /d/l
+unlink /d/gone
+unlink /d/sub/in
+rmdir /d/sub
+rename /d/old /d/renamed
+fsync /d
+unlink /keep
+write /d/k2 0 100 6
+fsync /d/k2
+create /lost
+WL
+ref_log_case dir-log "$T/dirlog.wl" /d/new /d/nd/f /d/l /d/renamed /d/k2 /d/x2 \
+	-/d/gone -/d/sub -/d/old -/keep -/a/x -/lost
 
 # Crash states of ref with a log (explore --db, then replay --crash-state K
 # --out): the kernel replays ref's log in each, to ref's own view.
