@@ -18,7 +18,9 @@
 struct rwalk {
 	ref_fs *fs;
 	struct manifest *m;
-	unsigned char *buf;
+	unsigned char *buf; /* grown as files need, up to CHUNK: most are small, and a
+			     * large allocation costs fresh pages each walk */
+	size_t cap;
 	struct mf_xattrs xs;
 	char *err;
 	size_t errlen;
@@ -65,6 +67,13 @@ static int hash_file(struct rwalk *w, const struct ref_ino *ino, uint64_t size, 
 			}
 		}
 		size_t want = data_end - off < CHUNK ? (size_t)(data_end - off) : CHUNK;
+		if (want > w->cap) {
+			unsigned char *nb = realloc(w->buf, want);
+			if (!nb)
+				return rfail(path, strerror(ENOMEM));
+			w->buf = nb;
+			w->cap = want;
+		}
 		ssize_t n = ref_pread(w->fs, ino, w->buf, want, off);
 		if (n < 0)
 			return rfail(path, ref_error(w->fs));
@@ -153,11 +162,7 @@ int mf_walk_ref(struct manifest *m, ref_fs *fs, const struct ref_ino *start, cha
 		size_t errlen)
 {
 	struct rwalk w = { .fs = fs, .m = m, .err = err, .errlen = errlen };
-	int rc;
-	if (!(w.buf = malloc(CHUNK)))
-		rc = rfail_(&w, "/", strerror(ENOMEM));
-	else
-		rc = rwalk_one(&w, start, start, "/", 0);
+	int rc = rwalk_one(&w, start, start, "/", 0);
 	mf_xattrs_clear(&w.xs);
 	free(w.xs.x);
 	free(w.buf);
