@@ -39,7 +39,7 @@ struct dir_walk {
 	uint64_t last_old; /* index of the last entry of the commit seen (1: none yet) */
 	struct new_entry *v;
 	size_t n, cap;
-	bool subvol; /* a new entry names a subvolume */
+	bool subvol; /* a new entry names a subvolume or a snapshot's stand-in for one */
 };
 
 static int add_range(ref_fs *fs, struct log_sub *s, uint64_t dir, uint64_t first, uint64_t last)
@@ -68,7 +68,8 @@ static int one_index(void *ctx, const struct ref_key *k, const uint8_t *d, uint3
 	}
 	if ((r = log_sub_add(w->fs, w->s, k, d, size)))
 		return r;
-	if (di->location.type == BTRFS_ROOT_ITEM_KEY) {
+	if (di->location.type == BTRFS_ROOT_ITEM_KEY ||
+	    LE64(di->location.objectid) == BTRFS_EMPTY_SUBVOL_DIR_OBJECTID) {
 		w->subvol = true;
 		return 0;
 	}
@@ -106,6 +107,11 @@ int log_dir_all(ref_fs *fs, struct log_sub *s, const struct ref_ino *dir, enum r
 	if (li && li->unlinked) {
 		*why = REF_LOG_FULL_DIR_UNLINK;
 		return 1;
+	}
+	int u = log_unloggable(fs, dir);
+	if (u) {
+		*why = REF_LOG_FULL_SUBVOL;
+		return u;
 	}
 	struct btrfs_inode_item ii;
 	int r = inode_read(fs, dir, &ii);

@@ -324,6 +324,15 @@ static int log_holes(ref_fs *fs, struct log_sub *s, const struct ref_ino *in,
 	return h.pos < h.end ? add_hole(fs, s, in->ino, h.pos, h.end - h.pos) : 0;
 }
 
+int log_unloggable(ref_fs *fs, const struct ref_ino *in)
+{
+	if (vfs_is_standin(in))
+		return 1;
+	struct rw_tree *t;
+	int r = rw_tree_get(fs, in->subvol, &t);
+	return r ? r : t->rdonly;
+}
+
 int log_mark_logged(ref_fs *fs, const struct ref_ino *in)
 {
 	struct log_ino *li = log_ino_get(fs, in, true);
@@ -723,6 +732,8 @@ int log_fsync(ref_fs *fs, const struct ref_ino *in)
 		return r;
 	if (rw->npending)
 		return full_commit(fs, REF_LOG_FULL_NEW_CHUNK);
+	if ((r = log_unloggable(fs, in)))
+		return r < 0 ? r : full_commit(fs, REF_LOG_FULL_SUBVOL);
 	if (rw->log_must_commit)
 		return full_commit(fs, rw->log_must_commit_why);
 	struct log_sub *s = log_sub_get(fs, in->subvol);

@@ -92,6 +92,10 @@ struct log_sub *log_sub_get(ref_fs *fs, uint64_t subvol);
 /* The inode item as the log holds it (exists_only: generation 0, size 0). */
 int log_inode_item(ref_fs *fs, struct log_sub *s, const struct ref_ino *in,
 		   const struct btrfs_inode_item *ii, bool exists_only);
+/* 1 when in cannot be logged: a snapshot's stand-in for a subvolume (no
+ * inode item), or in a read-only subvolume (replay could not write it);
+ * the fsync commits, as where the kernel's log would hold a subvolume. */
+int log_unloggable(ref_fs *fs, const struct ref_ino *in);
 /* Notes in as logged in this transaction (the kernel's logged_trans). */
 int log_mark_logged(ref_fs *fs, const struct ref_ino *in);
 /* The kernel's LOG_INODE_EXISTS: item, names, xattrs (nothing if logged whole). */
