@@ -33,19 +33,6 @@ const struct check_block *check_block_find(const struct check *ck, uint64_t byte
 	return i && *i ? &ck->st->blocks[*i - 1] : NULL;
 }
 
-int check_grow(void **arr, size_t n, size_t *cap, size_t size)
-{
-	if (n < *cap)
-		return 0;
-	size_t ncap = *cap ? *cap * 2 : 256;
-	void *p = realloc(*arr, ncap * size);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = ncap;
-	return 0;
-}
-
 static int add_parent(struct check_state *st, struct check_block *b, uint64_t parent, uint64_t tree)
 {
 	if (GROW(st->parents, st->nparents, st->parents_cap))

@@ -17,6 +17,7 @@
 
 #include "ref/internal.h"
 
+#include "ref/grow.h"
 #include "ref/u64map.h"
 
 /* A tree block found by the structure walk, once however many trees share it. */
@@ -69,10 +70,6 @@ struct check {
 void check_error(struct check *ck, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "(256 INODE_ITEM 0)"-style key text into buf. */
 const char *check_key_str(const struct ref_key *k, char *buf, size_t len);
-
-/* Makes room for element n of a growing array; 0 or -ENOMEM. */
-int check_grow(void **arr, size_t n, size_t *cap, size_t size);
-#define GROW(arr, n, cap) check_grow((void **)&(arr), (n), &(cap), sizeof(*(arr)))
 
 /* The block the walk found at bytenr, or NULL. */
 const struct check_block *check_block_find(const struct check *ck, uint64_t bytenr);

@@ -73,14 +73,8 @@ static int one_index(void *ctx, const struct ref_key *k, const uint8_t *d, uint3
 		w->subvol = true;
 		return 0;
 	}
-	if (w->n == w->cap) {
-		size_t cap = w->cap ? 2 * w->cap : 16;
-		struct new_entry *p = realloc(w->v, cap * sizeof(*p));
-		if (!p)
-			return ref_fail(w->fs, ENOMEM, "out of memory");
-		w->v = p;
-		w->cap = cap;
-	}
+	if (GROW(w->v, w->n, w->cap))
+		return ref_fail(w->fs, ENOMEM, "out of memory");
 	w->v[w->n++] = (struct new_entry){ LE64(di->location.objectid), di->type };
 	return 0;
 }

@@ -24,6 +24,7 @@
  * (unlinked while open) is skipped entirely.
  */
 #include "ref/extent.h"
+#include "ref/grow.h"
 #include "ref/log_replay.h"
 
 #include <errno.h>
@@ -133,14 +134,8 @@ static int fixup_add(struct lr *lr, uint64_t ino)
 	for (size_t i = 0; i < lr->nfix; i++)
 		if (lr->fix[i] == ino)
 			return 0;
-	if (lr->nfix == lr->fix_cap) {
-		size_t cap = lr->fix_cap ? 2 * lr->fix_cap : 64;
-		uint64_t *p = realloc(lr->fix, cap * sizeof(*p));
-		if (!p)
-			return ref_fail(lr->fs, ENOMEM, "out of memory");
-		lr->fix = p;
-		lr->fix_cap = cap;
-	}
+	if (GROW(lr->fix, lr->nfix, lr->fix_cap))
+		return ref_fail(lr->fs, ENOMEM, "out of memory");
 	lr->fix[lr->nfix++] = ino;
 	return 0;
 }

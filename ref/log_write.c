@@ -114,14 +114,8 @@ struct log_ino *log_ino_get(ref_fs *fs, const struct ref_ino *in, bool create)
 			return &ls->inos[i];
 	if (!create)
 		return NULL;
-	if (ls->ninos == ls->inos_cap) {
-		size_t cap = ls->inos_cap ? 2 * ls->inos_cap : 16;
-		struct log_ino *p = realloc(ls->inos, cap * sizeof(*p));
-		if (!p)
-			return NULL;
-		ls->inos = p;
-		ls->inos_cap = cap;
-	}
+	if (GROW(ls->inos, ls->ninos, ls->inos_cap))
+		return NULL;
 	struct log_ino *li = &ls->inos[ls->ninos++];
 	*li = (struct log_ino){ .subvol = in->subvol, .ino = in->ino };
 	return li;
@@ -135,21 +129,14 @@ struct log_sub *log_sub_get(ref_fs *fs, uint64_t subvol)
 	for (size_t i = 0; i < ls->nsubs; i++)
 		if (ls->subs[i].subvol == subvol)
 			return &ls->subs[i];
-	if (ls->nsubs == ls->subs_cap) {
-		size_t cap = ls->subs_cap ? 2 * ls->subs_cap : 4;
-		struct log_sub *p = realloc(ls->subs, cap * sizeof(*p));
-		if (!p)
-			return NULL;
-		ls->subs = p;
-		ls->subs_cap = cap;
-	}
+	if (GROW(ls->subs, ls->nsubs, ls->subs_cap))
+		return NULL;
 	struct log_sub *s = &ls->subs[ls->nsubs++];
 	memset(s, 0, sizeof(*s));
 	s->subvol = subvol;
 	return s;
 }
 
-/* Drops every item of ino (and with csums, the checksum items: rebuilt). */
 struct log_item *log_sub_find(struct log_sub *s, const struct ref_key *k)
 {
 	for (size_t i = 0; i < s->n; i++)
@@ -179,14 +166,8 @@ void log_sub_forget(struct log_sub *s, uint64_t ino, uint8_t upto)
 int log_sub_add(ref_fs *fs, struct log_sub *s, const struct ref_key *k, const void *data,
 		   uint32_t size)
 {
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 64;
-		struct log_item *p = realloc(s->it, cap * sizeof(*p));
-		if (!p)
-			return ref_fail(fs, ENOMEM, "out of memory");
-		s->it = p;
-		s->cap = cap;
-	}
+	if (GROW(s->it, s->n, s->cap))
+		return ref_fail(fs, ENOMEM, "out of memory");
 	uint8_t *copy = malloc(size ? size : 1);
 	if (!copy)
 		return ref_fail(fs, ENOMEM, "out of memory");
@@ -195,18 +176,17 @@ int log_sub_add(ref_fs *fs, struct log_sub *s, const struct ref_key *k, const vo
 	return 0;
 }
 
-/* The inode item as the log holds it: generation 0 and size 0 when it only
- * says the inode exists; nbytes is not kept (replay counts it). */
+/* The inode item as the log holds it: generation 0 when it only says the
+ * inode exists (its size then the caller's); nbytes is not kept (replay
+ * counts it). */
 int log_inode_item(ref_fs *fs, struct log_sub *s, const struct ref_ino *in,
 			  const struct btrfs_inode_item *ii, bool exists_only)
 {
 	struct btrfs_inode_item li = *ii;
 	li.nbytes = 0;
 	li.transid = htole64(fs->rw->transid);
-	if (exists_only) {
+	if (exists_only)
 		li.generation = 0;
-		li.size = 0;
-	}
 	struct ref_key k = { in->ino, BTRFS_INODE_ITEM_KEY, 0 };
 	return log_sub_add(fs, s, &k, &li, sizeof(li));
 }
@@ -364,10 +344,10 @@ int log_exists(ref_fs *fs, struct log_sub *s, const struct ref_ino *in)
 	if (S_ISLNK(LE32(ii.mode))) /* its target is its data: always whole */
 		return log_inode_all(fs, s, in, &ii);
 	log_sub_forget(s, in->ino, BTRFS_XATTR_ITEM_KEY);
-	if ((r = log_mark_logged(fs, in)) || (r = log_inode_item(fs, s, in, &ii, true)))
+	struct btrfs_inode_item li = ii;
+	li.size = htole64(logged_size < LE64(ii.size) ? logged_size : LE64(ii.size));
+	if ((r = log_mark_logged(fs, in)) || (r = log_inode_item(fs, s, in, &li, true)))
 		return r;
-	struct btrfs_inode_item *li = (void *)log_sub_find(s, &k)->data;
-	li->size = htole64(logged_size < LE64(ii.size) ? logged_size : LE64(ii.size));
 	return log_copy_items(fs, s, in, BTRFS_INODE_REF_KEY, BTRFS_XATTR_ITEM_KEY, &ii, NULL);
 }
 
@@ -396,14 +376,8 @@ static int parents_in(void *ctx, const struct ref_key *k, const uint8_t *d, uint
 			parent = LE64(x->parent_objectid);
 			len = (uint32_t)sizeof(*x) + LE16(x->name_len);
 		}
-		if (ps->n == ps->cap) {
-			size_t cap = ps->cap ? 2 * ps->cap : 4;
-			uint64_t *np = realloc(ps->v, cap * sizeof(*np));
-			if (!np)
-				return ref_fail(ps->fs, ENOMEM, "out of memory");
-			ps->v = np;
-			ps->cap = cap;
-		}
+		if (GROW(ps->v, ps->n, ps->cap))
+			return ref_fail(ps->fs, ENOMEM, "out of memory");
 		ps->v[ps->n++] = parent;
 		pos += len;
 		if (k->type == BTRFS_INODE_REF_KEY)
@@ -425,8 +399,6 @@ int log_parents_of(ref_fs *fs, const struct ref_ino *in, bool commit, uint64_t *
 	return r;
 }
 
-/* Each directory above in's names that this transaction made, up to the
- * first older one, logged "exists only" (the kernel's new ancestors). */
 int log_new_ancestors(ref_fs *fs, struct log_sub *s, const struct ref_ino *in,
 		      enum ref_log_full *why)
 {
@@ -545,14 +517,8 @@ static int csum_items(ref_fs *fs, const struct log_sub *s, struct log_sub *out)
 static int log_block(ref_fs *fs, uint64_t *bytenr)
 {
 	struct log_state *ls = fs->rw->log;
-	if (ls->nblocks == ls->blocks_cap) {
-		size_t cap = ls->blocks_cap ? 2 * ls->blocks_cap : 16;
-		uint64_t *p = realloc(ls->blocks, cap * sizeof(*p));
-		if (!p)
-			return ref_fail(fs, ENOMEM, "out of memory");
-		ls->blocks = p;
-		ls->blocks_cap = cap;
-	}
+	if (GROW(ls->blocks, ls->nblocks, ls->blocks_cap))
+		return ref_fail(fs, ENOMEM, "out of memory");
 	int r = alloc_log_block(fs, bytenr);
 	if (!r)
 		ls->blocks[ls->nblocks++] = *bytenr;

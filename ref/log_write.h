@@ -6,6 +6,7 @@
 #ifndef BTRSIM_REF_LOG_WRITE_H
 #define BTRSIM_REF_LOG_WRITE_H
 
+#include "ref/grow.h"
 #include "ref/vfs_int.h"
 
 /* More items than this in one transaction's log: fsync commits instead
@@ -89,7 +90,7 @@ void log_sub_drop(struct log_sub *s, struct log_item *it);
 /* The log of a subvolume in this transaction, made when there is none;
  * NULL out of memory. */
 struct log_sub *log_sub_get(ref_fs *fs, uint64_t subvol);
-/* The inode item as the log holds it (exists_only: generation 0, size 0). */
+/* The inode item as the log holds it (exists_only: generation 0). */
 int log_inode_item(ref_fs *fs, struct log_sub *s, const struct ref_ino *in,
 		   const struct btrfs_inode_item *ii, bool exists_only);
 /* 1 when in cannot be logged: a snapshot's stand-in for a subvolume (no

@@ -69,7 +69,7 @@ static struct ref_qgroup *list_entry(struct ref_qgroup **list, size_t *n, size_t
 	for (size_t i = 0; i < *n; i++)
 		if ((*list)[i].id == id)
 			return &(*list)[i];
-	if (qg_grow((void **)list, *n, cap, sizeof(**list)))
+	if (ref_grow((void **)list, *n, cap, sizeof(**list)))
 		return NULL;
 	struct ref_qgroup *e = &(*list)[(*n)++];
 	memset(e, 0, sizeof(*e));
@@ -174,7 +174,7 @@ static struct qg_group *group_add(ref_fs *fs, struct qg_state *q, uint64_t id)
 	struct qg_group *g = group_find(q, id);
 	if (g)
 		return g;
-	if (QG_GROW(q->groups, q->ngroups, q->groups_cap)) {
+	if (GROW(q->groups, q->ngroups, q->groups_cap)) {
 		ref_fail(fs, ENOMEM, "out of memory");
 		return NULL;
 	}
@@ -316,7 +316,7 @@ static int note(ref_fs *fs, uint64_t bytenr, uint64_t num_bytes, bool tree, uint
 		return ref_fail(fs, ENOMEM, "out of memory");
 	if (*ix)
 		return 1;
-	if (QG_GROW(q->extents, q->nextents, q->extents_cap))
+	if (GROW(q->extents, q->nextents, q->extents_cap))
 		return ref_fail(fs, ENOMEM, "out of memory");
 	q->extents[q->nextents] = (struct qg_extent){ bytenr, num_bytes, tree, level };
 	*ix = ++q->nextents;
@@ -590,7 +590,7 @@ int qg_snapshot(ref_fs *fs, uint64_t src, uint64_t dst)
 	struct qg_state *q = fs->rw->qg;
 	if (!q)
 		return 0;
-	if (QG_GROW(q->snaps, q->nsnaps, q->snaps_cap)) {
+	if (GROW(q->snaps, q->nsnaps, q->snaps_cap)) {
 		fs->rw->failed = true;
 		return ref_fail(fs, ENOMEM, "out of memory for a snapshot's quota group; the file system is read-only now");
 	}

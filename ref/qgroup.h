@@ -14,6 +14,7 @@
 #ifndef BTRSIM_REF_QGROUP_H
 #define BTRSIM_REF_QGROUP_H
 
+#include "ref/grow.h"
 #include "ref/rw.h"
 
 struct qg_group {
@@ -96,10 +97,6 @@ bool qg_roots_has(const struct qg_roots *r, uint64_t id);
 
 /* qgroup_count.c: the numbers from scratch (a rescan). */
 int qg_recount(ref_fs *fs, struct ref_qgroup **out, size_t *n);
-
-/* Makes room for element n of a growing array; 0 or -ENOMEM. */
-int qg_grow(void **arr, size_t n, size_t *cap, size_t size);
-#define QG_GROW(arr, n, cap) qg_grow((void **)&(arr), (n), &(cap), sizeof(*(arr)))
 
 /* Subvolume trees: the top level and the ids a subvolume can have. */
 bool qg_is_fstree(uint64_t id);

@@ -45,7 +45,7 @@ static int count(struct counter *c, uint64_t bytenr, uint64_t bytes, struct ref_
 		q->rfer += e->bytes;
 		return 0;
 	}
-	if (QG_GROW(c->e, c->n, c->cap))
+	if (GROW(c->e, c->n, c->cap))
 		return ref_fail(c->fs, ENOMEM, "out of memory");
 	c->e[c->n] = (struct count_ent){ bytes, q->id, q->id, false };
 	*ix = ++c->n;
@@ -100,7 +100,7 @@ static int walk(struct counter *c, uint64_t bytenr, uint64_t gen, int level, str
 static int walk_subvol(struct counter *c, uint64_t id, const struct btrfs_root_item *ri,
 		       struct ref_qgroup **out, size_t *n, size_t *cap)
 {
-	if (qg_grow((void **)out, *n, cap, sizeof(**out)))
+	if (ref_grow((void **)out, *n, cap, sizeof(**out)))
 		return ref_fail(c->fs, ENOMEM, "out of memory");
 	struct ref_qgroup *q = &(*out)[(*n)++];
 	memset(q, 0, sizeof(*q));

@@ -48,19 +48,6 @@ bool qg_is_fstree(uint64_t id)
 	       (id >= BTRFS_FIRST_FREE_OBJECTID && id <= BTRFS_LAST_FREE_OBJECTID);
 }
 
-int qg_grow(void **arr, size_t n, size_t *cap, size_t size)
-{
-	if (n < *cap)
-		return 0;
-	size_t nc = *cap ? *cap * 2 : 16;
-	void *p = realloc(*arr, nc * size);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = nc;
-	return 0;
-}
-
 bool qg_roots_has(const struct qg_roots *r, uint64_t id)
 {
 	size_t lo = 0, hi = r->n;
@@ -83,7 +70,7 @@ int qg_roots_add(struct qg_roots *r, uint64_t id)
 		at++;
 	if (at < r->n && r->ids[at] == id)
 		return 0;
-	if (qg_grow((void **)&r->ids, r->n, &r->cap, sizeof(*r->ids)))
+	if (ref_grow((void **)&r->ids, r->n, &r->cap, sizeof(*r->ids)))
 		return -ENOMEM;
 	memmove(r->ids + at + 1, r->ids + at, (r->n - at) * sizeof(*r->ids));
 	r->ids[at] = id;
@@ -151,7 +138,7 @@ static int view_root(struct qg_view *v, uint64_t id, const struct qg_vroot **out
 	struct rw_tree *t = v->old ? NULL : rw_tree_find(v->fs, id);
 	if (vr.exists && t)
 		vr.root = t->root;
-	if (qg_grow((void **)&v->roots, v->nroots, &v->roots_cap, sizeof(*v->roots)))
+	if (ref_grow((void **)&v->roots, v->nroots, &v->roots_cap, sizeof(*v->roots)))
 		return ref_fail(v->fs, ENOMEM, "out of memory");
 	v->roots[v->nroots] = vr;
 	*out = &v->roots[v->nroots++];
@@ -321,7 +308,7 @@ static int tree_roots(struct qg_view *v, uint64_t bytenr, int level, int depth, 
 			r = add_keyed_tree(v, e->root, bytenr, level, depth, &acc);
 	}
 	extent_refs_free(&x);
-	if (r < 0 || qg_grow((void **)&v->sets, v->nsets, &v->sets_cap, sizeof(*v->sets))) {
+	if (r < 0 || ref_grow((void **)&v->sets, v->nsets, &v->sets_cap, sizeof(*v->sets))) {
 		qg_roots_free(&acc);
 		return r < 0 ? r : ref_fail(v->fs, ENOMEM, "out of memory");
 	}
