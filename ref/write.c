@@ -511,6 +511,28 @@ static int prealloc(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_it
 	return r;
 }
 
+/* [off, end) reads as zeros: the partial sectors at its edges zeroed where
+ * they hold data, the whole sectors inside emptied - left a hole
+ * (btrfs_punch_hole) or, with prealloc_inside, preallocated
+ * (btrfs_zero_range). */
+static int zero_range(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_item *ii,
+		      uint64_t off, uint64_t end, bool prealloc_inside)
+{
+	uint64_t ss = fs->sectorsize, a = round_up(off, ss), b = end / ss * ss;
+	if (off / ss == (end - 1) / ss && (off % ss || end % ss))
+		return zero_partial(fs, ino, ii, off, end); /* inside one sector */
+	int r = 0;
+	if (off % ss)
+		r = zero_partial(fs, ino, ii, off, a);
+	if (!r && end % ss && end > b)
+		r = zero_partial(fs, ino, ii, b, end);
+	uint64_t freed;
+	if (r || a >= b || (r = file_drop_extents(fs, ino, a, b, &freed)))
+		return r;
+	ii->nbytes = htole64(LE64(ii->nbytes) - freed);
+	return prealloc_inside ? prealloc(fs, ino, ii, a, b) : 0;
+}
+
 int file_fallocate(ref_fs *fs, const struct ref_ino *ino, int mode, uint64_t off, uint64_t len)
 {
 	struct btrfs_inode_item ii;
@@ -544,38 +566,14 @@ int file_fallocate(ref_fs *fs, const struct ref_ino *ino, int mode, uint64_t off
 			r = write_inline(fs, ino, &ii, data, ilen);
 			goto done;
 		}
-		uint64_t a = round_up(off, ss), b = end / ss * ss;
-		if (off / ss == (end - 1) / ss && (off % ss || end % ss)) {
-			r = zero_partial(fs, ino, &ii, off, end); /* inside one sector */
-			goto done;
-		}
-		if (off % ss)
-			r = zero_partial(fs, ino, &ii, off, a);
-		if (!r && end % ss && end > b)
-			r = zero_partial(fs, ino, &ii, b, end);
-		uint64_t freed;
-		if (!r && a < b && !(r = file_drop_extents(fs, ino, a, b, &freed)))
-			ii.nbytes = htole64(LE64(ii.nbytes) - freed);
+		r = zero_range(fs, ino, &ii, off, end, false);
 	} else if (mode & FALLOC_FL_ZERO_RANGE) {
 		/* btrfs_zero_range: the sectors wholly inside become preallocated
 		 * extents (reading as zeros), the partial ones at the edges are
 		 * zeroed where they hold data; the size grows unless keep-size. */
 		if (inl && (r = uninline(fs, ino, &ii)))
 			return r;
-		uint64_t a = round_up(off, ss), b = end / ss * ss;
-		if (off / ss == (end - 1) / ss && (off % ss || end % ss)) {
-			r = zero_partial(fs, ino, &ii, off, end); /* inside one sector */
-		} else {
-			if (off % ss)
-				r = zero_partial(fs, ino, &ii, off, a);
-			if (!r && end % ss && end > b)
-				r = zero_partial(fs, ino, &ii, b, end);
-			uint64_t freed;
-			if (!r && a < b && !(r = file_drop_extents(fs, ino, a, b, &freed))) {
-				ii.nbytes = htole64(LE64(ii.nbytes) - freed);
-				r = prealloc(fs, ino, &ii, a, b);
-			}
-		}
+		r = zero_range(fs, ino, &ii, off, end, true);
 		if (!r && !(mode & FALLOC_FL_KEEP_SIZE) && end > size)
 			ii.size = htole64(end);
 	} else {
