@@ -1,8 +1,8 @@
 /* common.c - what the harnesses share (fuzz.h): the table, process set-up, violations. */
 #include "fuzz/fuzz.h"
+#include "traces/explore.h"
 
 #include <errno.h>
-#include <malloc.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,17 +38,8 @@ int fuzz_process_init(char *err, size_t errlen)
 {
 	if (devnull)
 		return 0;
-	/*
-	 * One run per input allocates and frees the same few megabytes again
-	 * and again.  With glibc's defaults the freed top of the heap goes back
-	 * to the kernel (trim threshold 128 KiB) and large blocks are mmap'd, so
-	 * every run pays page faults and TLB shootdowns: measured, opening and
-	 * checking a fresh file system took 160 us this way and 36 us with
-	 * freed memory kept.  (No effect under ASan, whose allocator is its own.)
-	 */
-	mallopt(M_MMAP_THRESHOLD, 64 << 20);
-	mallopt(M_TRIM_THRESHOLD, 512 << 20);
-	mallopt(M_TOP_PAD, 16 << 20);
+	/* one run per input allocates and frees the same few megabytes */
+	explore_keep_freed_memory();
 	devnull = fopen("/dev/null", "w");
 	if (!devnull) {
 		int e = errno;

@@ -119,6 +119,13 @@ struct explore_result {
 	size_t nfaults;
 };
 
+/*
+ * Tune the process's allocator to keep freed memory (explore_run calls it; a
+ * fuzzing harness too): a loop that builds and frees file systems otherwise
+ * pays page faults for the same memory every round.
+ */
+void explore_keep_freed_memory(void);
+
 /* Runs w and explores its crash states.  Returns 0 when every state is
  * consistent, 1 when some is not (res->violation says which), or -errno
  * when the exploration itself could not run (message in err).  Free
