@@ -144,7 +144,7 @@ bench: deps
 	@build/release/bench/bench-raid profiles
 	@build/release/bench/bench-raid rebuild
 	@build/release/bench/bench-raid balance
-	@build/release/bench/bench-log fsync
+	@sh bench/bench_log.sh build/release/bench/bench-log
 	@sh bench/bench_explore.sh build/release/btrsim
 	@$(MAKE) --no-print-directory MODE=afl B=$(FUZZ_B) fuzz-bins && sh bench/bench_fuzz.sh $(FUZZ_B)
 
