@@ -6,9 +6,12 @@
  * the middle of a path are followed, the last component as the matching
  * system call does.  Every call returns 0 (or a count) or a negative errno,
  * with one line in ref_error().  Each call is atomic: it changes the file
- * system entirely or not at all.  Changes become durable at a commit:
- * ref_sync, ref_fsync, ref_fdatasync (which commit, until the log tree
- * exists), ref_umount, or when the dirty metadata outgrows its limit.
+ * system entirely or not at all.  Changes become durable at a commit
+ * (ref_sync, ref_umount, or when the dirty metadata outgrows its limit) or
+ * when ref_fsync or ref_fdatasync syncs the fsync log tree (ref/log_write.c;
+ * or commits, where the kernel's fsync would).  A write to a file opened
+ * O_SYNC or O_DSYNC is ref_write then ref_fsync or ref_fdatasync, as Linux's
+ * generic_write_sync does it.
  * Reading goes through ref.h (ref_stat, ref_pread, ref_readdir, ...), which
  * sees the uncommitted changes.
  */

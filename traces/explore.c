@@ -55,11 +55,15 @@ static int fail(char *err, size_t errlen, int e, const char *fmt, const char *wh
 
 /* ---- Recording ---- */
 
-static bool persists(enum wl_kind k)
+static bool persists(const struct wl_op *op)
 {
 	/* A subvolume's creation, snapshot and deletion commit before they
 	 * return (ref/vfs.h; `btrfs subvolume snapshot` waits for the commit
-	 * too); subvol-sync commits only when the cleaner has work. */
+	 * too); subvol-sync commits only when the cleaner has work.  A write
+	 * to a file opened O_SYNC or O_DSYNC syncs it as fsync would. */
+	enum wl_kind k = op->kind;
+	if (k == WL_WRITE)
+		return op->len && (op->flags & (WL_WRITE_SYNC | WL_WRITE_DSYNC));
 	return k == WL_FSYNC || k == WL_FDATASYNC || k == WL_SYNC || k == WL_SUBVOL_CREATE ||
 	       k == WL_SNAPSHOT || k == WL_SUBVOL_DELETE || k == WL_BALANCE;
 }
@@ -122,7 +126,7 @@ static int record(struct ex *x, sim_volume *vol, char *err, size_t errlen)
 		/* An fsync that synced the log committed nothing: what it promised
 		 * is the log's (explore_logtree.c), not a commit's. */
 		bool log_sync = ls1.log_syncs > ls0.log_syncs;
-		x->spans[j] = (struct span){ before, after, persists(op->kind) && got == 0 && !log_sync,
+		x->spans[j] = (struct span){ before, after, persists(op) && got == 0 && !log_sync,
 					     op->line, log_sync, NULL };
 		/* A write that failed part-way (ENOSPC, EDQUOT, EIO): the model
 		 * takes the bytes that went in, as a short write. */

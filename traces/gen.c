@@ -651,6 +651,9 @@ static void gen_data(struct gen *g, enum wl_kind k)
 		op.off = gen_off(g);
 		op.len = gen_len(g);
 		op.seed = 1 + below(g, 1000);
+		/* one in twenty through a file opened O_SYNC or O_DSYNC */
+		int r = (int)below(g, 100);
+		op.flags = r < 3 ? WL_WRITE_SYNC : r < 5 ? WL_WRITE_DSYNC : 0;
 	} else if (k == WL_TRUNCATE) {
 		int r = (int)below(g, 100);
 		op.size = r < 25 ? 0

@@ -160,7 +160,8 @@ static int open_path(const struct wl_host *h, const char *path, int flags, mode_
 
 static int do_write(const struct wl_host *h, const struct wl_op *op, char *err, size_t errlen)
 {
-	int fd = open_path(h, op->path, O_WRONLY, 0, err, errlen);
+	int sync = op->flags & WL_WRITE_SYNC ? O_SYNC : op->flags & WL_WRITE_DSYNC ? O_DSYNC : 0;
+	int fd = open_path(h, op->path, O_WRONLY | sync, 0, err, errlen);
 	if (fd < 0)
 		return fd;
 	/* One pwrite(2) of the whole range would be refused by rw_verify_area

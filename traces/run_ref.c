@@ -32,6 +32,12 @@ static int write_data(ref_fs *fs, const struct wl_op *op, uint64_t *written)
 		r = w < 0 ? (int)w : 0;
 		if (!r)
 			done += n;
+		/* O_SYNC, O_DSYNC: each pwrite(2) of some bytes then syncs the
+		 * file, and fails with the sync's error (generic_write_sync) */
+		if (!r && n && (op->flags & WL_WRITE_SYNC))
+			r = ref_fsync(fs, op->path);
+		else if (!r && n && (op->flags & WL_WRITE_DSYNC))
+			r = ref_fdatasync(fs, op->path);
 	} while (!r && done < op->len);
 	free(buf);
 	*written = done;

@@ -30,9 +30,10 @@ enum wl_arg {
 	WA_MTIME,  /* SECONDS[.NANOS] or omit -> mtime */
 	WA_MARK,   /* [A-Za-z0-9_.-]+ -> name */
 	WA_SNAP,   /* ro -> flags (WL_SNAP_RDONLY) */
+	WA_WSYNC,  /* sync | dsync -> flags (WL_WRITE_SYNC, WL_WRITE_DSYNC) */
 };
 
-#define WL_MAX_ARGS 4
+#define WL_MAX_ARGS 5
 
 struct wl_slot {
 	enum wl_arg arg;

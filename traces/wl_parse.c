@@ -254,6 +254,8 @@ static int parse_arg(struct parser *p, struct wl_op *op, const struct wl_slot *s
 			       WL_RENAME_EXCHANGE, &op->flags);
 	case WA_SNAP:
 		return keyword(p, t, l, "ro", WL_SNAP_RDONLY, "ro", WL_SNAP_RDONLY, &op->flags);
+	case WA_WSYNC:
+		return keyword(p, t, l, "sync", WL_WRITE_SYNC, "dsync", WL_WRITE_DSYNC, &op->flags);
 	}
 	return 0;
 }

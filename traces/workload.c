@@ -22,8 +22,8 @@ _Static_assert(WL_UTIME_OMIT == UTIME_OMIT, "WL_UTIME_OMIT is Linux's UTIME_OMIT
 const struct wl_kind_info wl_kinds[WL_NKINDS] = {
 	[WL_MKDIR] = K("mkdir", 1, 2, P("PATH"), { WA_MODE, "MODE" }),
 	[WL_CREATE] = K("create", 1, 2, P("PATH"), { WA_MODE, "MODE" }),
-	[WL_WRITE] = K("write", 3, 4, P("PATH"), { WA_OFF, "OFFSET" }, { WA_LEN, "LENGTH" },
-		       { WA_SEED, "SEED" }),
+	[WL_WRITE] = K("write", 3, 5, P("PATH"), { WA_OFF, "OFFSET" }, { WA_LEN, "LENGTH" },
+		       { WA_SEED, "SEED" }, { WA_WSYNC, "sync|dsync" }),
 	[WL_TRUNCATE] = K("truncate", 2, 2, P("PATH"), { WA_SIZE, "SIZE" }),
 	[WL_FALLOCATE] = K("fallocate", 3, 4, P("PATH"), { WA_OFF, "OFFSET" },
 			   { WA_LEN, "LENGTH" }, { WA_FALLOC, "keep-size|punch-hole|zero-range|zero-range-keep-size" }),
@@ -72,11 +72,14 @@ void wl_usage(enum wl_kind k, char *buf, size_t len)
 {
 	const struct wl_kind_info *ki = &wl_kinds[k];
 	size_t n = (size_t)snprintf(buf, len, "%s", ki->name);
+	/* optional arguments nest, being positional: write ... [SEED [sync|dsync]] */
 	for (unsigned i = 0; i < ki->nargs; i++) {
-		const char *fmt = i < ki->nreq ? " %s" : " [%s]";
+		const char *fmt = i < ki->nreq ? " %s" : " [%s";
 		n += (size_t)snprintf(buf + (n < len ? n : len), n < len ? len - n : 0, fmt,
 				      ki->args[i].label);
 	}
+	for (unsigned i = ki->nreq; i < ki->nargs; i++)
+		n += (size_t)snprintf(buf + (n < len ? n : len), n < len ? len - n : 0, "]");
 }
 
 void wl_op_init(struct wl_op *op, enum wl_kind k)
@@ -131,6 +134,10 @@ static const char *arg_problem(const struct wl_op *op, enum wl_arg a)
 	case WA_SNAP:
 		return op->flags == 0 || op->flags == WL_SNAP_RDONLY ? NULL
 								     : "snapshot flags are not 0 or ro";
+	case WA_WSYNC:
+		return op->flags == 0 || op->flags == WL_WRITE_SYNC || op->flags == WL_WRITE_DSYNC
+			       ? NULL
+			       : "write flags are not 0, sync or dsync";
 	case WA_XNAME:
 		return op->name ? NULL : "xattr name is missing";
 	case WA_XVALUE:
@@ -229,7 +236,8 @@ static int copy_arg(struct wl_op *d, const struct wl_op *s, enum wl_arg a)
 	case WA_SEED: d->seed = s->seed; break;
 	case WA_FALLOC:
 	case WA_RENAME:
-	case WA_SNAP: d->flags = s->flags; break;
+	case WA_SNAP:
+	case WA_WSYNC: d->flags = s->flags; break;
 	case WA_UID: d->uid = s->uid; break;
 	case WA_GID: d->gid = s->gid; break;
 	case WA_ATIME: d->atime = s->atime; break;

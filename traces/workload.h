@@ -21,7 +21,8 @@
 enum wl_kind {
 	WL_MKDIR,	/* mkdir PATH [MODE]                     mode (default 0755) */
 	WL_CREATE,	/* create PATH [MODE]                    mode (default 0644); open(O_CREAT|O_EXCL|O_WRONLY) */
-	WL_WRITE,	/* write PATH OFFSET LENGTH [SEED]       off, len, seed (default 0); data: wl_content */
+	WL_WRITE,	/* write PATH OFFSET LENGTH [SEED [sync|dsync]]  off, len, seed (default 0); data: wl_content;
+			 * flags WL_WRITE_SYNC/DSYNC: opened O_SYNC/O_DSYNC */
 	WL_TRUNCATE,	/* truncate PATH SIZE                    size */
 	WL_FALLOCATE,	/* fallocate PATH OFFSET LENGTH [keep-size|punch-hole|zero-range|zero-range-keep-size] */
 	WL_LINK,	/* link OLD NEW                          path = OLD, path2 = NEW */
@@ -61,6 +62,11 @@ enum wl_kind {
 #define WL_RENAME_EXCHANGE 0x02
 /* snapshot flags: a read-only snapshot (BTRFS_SUBVOL_RDONLY). */
 #define WL_SNAP_RDONLY 0x01
+
+/* write: the file opened with O_SYNC (the write then persists as an fsync of
+ * the file would) or O_DSYNC (as fdatasync). */
+#define WL_WRITE_SYNC 0x01
+#define WL_WRITE_DSYNC 0x02
 /* utimes: a time of `omit` leaves that time unchanged (utimensat's UTIME_OMIT). */
 #define WL_UTIME_OMIT ((long)((1L << 30) - 2L))
 
@@ -88,7 +94,8 @@ struct wl_op {
 	uint32_t mode;	 /* mkdir, create, chmod: permission bits, at most 07777 */
 	uint32_t uid;	 /* chown; UINT32_MAX (-1) leaves it unchanged */
 	uint32_t gid;
-	int flags;	 /* fallocate: WL_FALLOC_*; rename: WL_RENAME_*; snapshot: WL_SNAP_RDONLY */
+	int flags;	 /* fallocate: WL_FALLOC_*; rename: WL_RENAME_*; snapshot: WL_SNAP_RDONLY;
+			  * write: WL_WRITE_SYNC or WL_WRITE_DSYNC */
 	struct timespec atime, mtime; /* utimes; tv_nsec WL_UTIME_OMIT: unchanged */
 };
 

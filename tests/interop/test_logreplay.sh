@@ -144,6 +144,14 @@ try xattrs '
 	echo x >f; setfattr -n user.old -v 1 f; setfattr -n user.keep -v 2 f' '
 	setfattr -x user.old f; setfattr -n user.new -v 3 f; setfattr -n user.keep -v 4 f; sync f'
 
+# Writes through O_SYNC and O_DSYNC descriptors (dd's oflag): each pwrite
+# syncs the log as an fsync would.
+try osync-writes '
+	head -c 200000 /dev/urandom >s; echo t >t' '
+	dd if=/dev/urandom of=s bs=4096 seek=5 count=3 oflag=sync conv=notrunc 2>/dev/null
+	dd if=/dev/urandom of=t bs=1000 count=9 oflag=dsync 2>/dev/null
+	dd if=/dev/urandom of=u bs=4096 count=2 oflag=sync 2>/dev/null'
+
 try many-files 'mkdir m' '
 	i=0; while [ $i -lt 300 ]; do echo "$i" >m/f$i; i=$((i + 1)); done
 	i=0; while [ $i -lt 300 ]; do sync m/f$i; i=$((i + 7)); done; sync m'
@@ -291,6 +299,21 @@ create /lost
 WL
 ref_log_case dir-log "$T/dirlog.wl" /d/new /d/nd/f /d/l /d/renamed /d/k2 /d/x2 \
 	-/d/gone -/d/sub -/d/old -/keep -/a/x -/lost
+
+# ref's writes through O_SYNC and O_DSYNC files (the language's `sync` and
+# `dsync`): each logs as fsync and fdatasync do.
+cat >"$T/osync.wl" <<'WL'
+mkdir /d
+create /d/a
+write /d/a 0 40000 1
+sync
+write /d/a 4096 8192 3 sync
+create /d/b
+write /d/b 0 30000 4 dsync
+create /lost
+write /lost 0 5000 7
+WL
+ref_log_case osync-log "$T/osync.wl" /d/a /d/b -/lost
 
 # Crash states of ref with a log (explore --db, then replay --crash-state K
 # --out): the kernel replays ref's log in each, to ref's own view.

@@ -203,10 +203,12 @@ Test(workload, options_override_the_defaults)
 		 "rename /a/g /a/h exchange\n"
 		 "chown /a/h -1 -1\n"
 		 "utimes /a/h 1.5 omit\n"
-		 "chmod /a 0\n",
+		 "chmod /a 0\n"
+		 "write /a/h 0 1 0 sync\n"
+		 "write /a/h 0 1 7 dsync\n",
 		 &w);
 	const struct wl_op *o = w.ops;
-	cr_assert_eq(w.n, 10);
+	cr_assert_eq(w.n, 12);
 	cr_assert_eq(o[0].mode, 0700);
 	cr_assert_eq(o[1].mode, 04755);
 	cr_assert_eq(o[2].off, 1024);
@@ -224,6 +226,9 @@ Test(workload, options_override_the_defaults)
 	cr_assert_eq(o[8].atime.tv_nsec, 500000000);
 	cr_assert_eq(o[8].mtime.tv_nsec, WL_UTIME_OMIT);
 	cr_assert_eq(o[9].mode, 0);
+	cr_assert_eq(o[10].flags, WL_WRITE_SYNC);
+	cr_assert_eq(o[11].flags, WL_WRITE_DSYNC);
+	cr_assert_eq(o[11].seed, 7);
 	wl_free(&w);
 }
 
@@ -416,7 +421,7 @@ Test(workload, expected_errnos)
 
 /* ---- errors ------------------------------------------------------------- */
 
-#define USAGE_WRITE "(usage: write PATH OFFSET LENGTH [SEED])"
+#define USAGE_WRITE "(usage: write PATH OFFSET LENGTH [SEED [sync|dsync]])"
 #define NUM_SFX "is not a number (decimal or 0x hex, optional K/M/G/T suffix)"
 #define ESCAPES "(known: \\n \\t \\r \\\\ \\\" \\xHH)"
 
@@ -435,7 +440,7 @@ Test(workload, each_parse_error_has_its_message_and_position)
 		{ "link /a", "w.txt:1:8: link: missing NEW (usage: link OLD NEW)" },
 		{ "mkdir /a 0755 x", "w.txt:1:15: mkdir: too many arguments (usage: mkdir PATH [MODE])" },
 		{ "sync now", "w.txt:1:6: sync: too many arguments (usage: sync)" },
-		{ "write /f 4K 4K 1 2 = EIO", "w.txt:1:18: write: too many arguments " USAGE_WRITE },
+		{ "write /f 4K 4K 1 sync 2 = EIO", "w.txt:1:23: write: too many arguments " USAGE_WRITE },
 		{ "write /f 12x 1", "w.txt:1:10: write: OFFSET \"12x\" " NUM_SFX },
 		{ "write /f 1 4KB", "w.txt:1:12: write: LENGTH \"4KB\" " NUM_SFX },
 		{ "write /f 1 K", "w.txt:1:12: write: LENGTH \"K\" " NUM_SFX },
@@ -495,6 +500,9 @@ Test(workload, each_parse_error_has_its_message_and_position)
 		  "w.txt:1:18: fallocate: unknown option \"punch\" (keep-size|punch-hole|zero-range|zero-range-keep-size)" },
 		{ "fallocate /f 0 1 zero",
 		  "w.txt:1:18: fallocate: unknown option \"zero\" (keep-size|punch-hole|zero-range|zero-range-keep-size)" },
+		{ "write /f 0 1 1 osync",
+		  "w.txt:1:16: write: unknown option \"osync\" (sync|dsync)" },
+		{ "write /f 0 1 sync", "w.txt:1:14: write: SEED \"sync\" is not a number (decimal or 0x hex)" },
 		{ "rename /a /b replace",
 		  "w.txt:1:14: rename: unknown option \"replace\" (noreplace|exchange)" },
 		{ "mark a/b", "w.txt:1:6: mark: NAME \"a/b\" may hold only A-Z a-z 0-9 _ . -" },
@@ -646,6 +654,9 @@ static size_t sample_ops(struct wl_op *ops)
 	OP(.kind = WL_CREATE, .path = "/d/\t", .mode = 0, .expect = EACCES);
 	OP(.kind = WL_WRITE, .path = "/d/f", .off = 4096, .len = 3 << 20, .seed = 0);
 	OP(.kind = WL_WRITE, .path = "/d/f", .off = 1, .len = 1025, .seed = UINT64_MAX);
+	OP(.kind = WL_WRITE, .path = "/d/f", .off = 0, .len = 4096, .flags = WL_WRITE_SYNC);
+	OP(.kind = WL_WRITE, .path = "/d/f", .off = 1, .len = 2, .seed = 3, .flags = WL_WRITE_DSYNC,
+	   .expect = EIO);
 	OP(.kind = WL_WRITE, .path = "/d/f", .off = UINT64_MAX, .len = UINT64_C(1) << 40,
 	   .seed = 1, .expect = EFBIG);
 	OP(.kind = WL_TRUNCATE, .path = "/d/f", .size = 0);
@@ -731,6 +742,8 @@ Test(workload, the_printed_form)
 		"create \"/d/\\t\" 0000 = EACCES",
 		"write /d/f 4K 3M",
 		"write /d/f 1 1025 18446744073709551615",
+		"write /d/f 0 4K 0 sync",
+		"write /d/f 1 2 3 dsync = EIO",
 		"write /d/f 18446744073709551615 1T 1 = EFBIG",
 		"truncate /d/f 0",
 		"truncate /d/f 5G",
