@@ -26,6 +26,7 @@
 #include "ref/extent.h"
 #include "ref/grow.h"
 #include "ref/log_replay.h"
+#include "ref/mutant.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -310,6 +311,8 @@ static int index_in_log(struct lr *lr, uint64_t dir, uint64_t index, const char 
  * log lacks are unlinked (replay_dir_deletes). */
 static int dir_deletes(struct lr *lr, uint64_t dir, bool all)
 {
+	if (MUTANT(LOG_NO_UNLINK))
+		return 0;
 	if (!inode_exists(lr, dir))
 		return 0;
 	uint64_t start = 0;
@@ -598,6 +601,8 @@ static void ref_key_for(uint64_t ino, bool ext, uint64_t parent, const char *nam
  * (the caller looks again), 0 when none. */
 static int unlink_stale(struct lr *lr, uint64_t ino, const struct ref_key *k, uint64_t parent)
 {
+	if (MUTANT(LOG_NO_UNLINK))
+		return 0;
 	uint8_t *d;
 	uint32_t size;
 	int r = item_get(lr, &lr->t->root, k, &d, &size);

@@ -34,12 +34,17 @@
  * out; a file's names (INODE_REF) not logged; the holes of a NO_HOLES file
  * not logged (a hole punched since the commit comes back as old data); a
  * logged directory's DIR_LOG_INDEX ranges left out (log_dir.c: a name
- * removed since the commit comes back). */
+ * removed since the commit comes back); replay that only adds names,
+ * never unlinking those the log dropped (log_replay_items.c: neither an
+ * inode's names that its logged names lack nor a logged directory's
+ * entries inside its DIR_LOG_INDEX ranges: a hard link removed before the
+ * file's fsync comes back). */
 #define MUTANT_LOG_SUPER_FIRST 9
 #define MUTANT_LOG_NO_CSUM 10
 #define MUTANT_LOG_NO_NAMES 11
 #define MUTANT_LOG_NO_HOLES 12
 #define MUTANT_LOG_NO_DIR_RANGES 13
+#define MUTANT_LOG_NO_UNLINK 14
 
 #ifdef BTRSIM_MUTANT
 #define MUTANT(x) (BTRSIM_MUTANT == MUTANT_##x)

@@ -97,11 +97,14 @@ static int record(struct ex *x, sim_volume *vol, char *err, size_t errlen)
 	size_t n = x->w->n;
 	x->spans = calloc(n + 1, sizeof(*x->spans));
 	x->snaps = calloc(n + 2, sizeof(*x->snaps));
+	if (m && x->o->treelog && (x->ids = calloc(n + 2, sizeof(*x->ids))))
+		(void)model_inos(m, &x->ids[0].v, &x->ids[0].n);
 	x->res->results = calloc(n ? n : 1, sizeof(int));
 	bool subv = has_subvol_ops(x->w);
 	if (subv && (x->subv = calloc(n + 2, sizeof(*x->subv))))
 		x->subv[0] = model_describe_subvols(m);
 	if (!m || !x->spans || !x->snaps || !x->res->results || !(x->snaps[0] = model_describe(m)) ||
+	    (x->o->treelog && (!x->ids || !x->ids[0].v)) ||
 	    (subv && (!x->subv || !x->subv[0]))) {
 		model_free(m);
 		ref_close(fs);
@@ -144,9 +147,12 @@ static int record(struct ex *x, sim_volume *vol, char *err, size_t errlen)
 			r = -EINVAL;
 		} else if (!(x->snaps[j + 1] = model_describe(m)) ||
 			   (x->subv && !(x->subv[j + 1] = model_describe_subvols(m))) ||
-			   (log_sync && !(x->spans[j].logged = model_names_of(m, op->path)))) {
+			   (log_sync && !(x->spans[j].logged = model_names_of(m, op->path))) ||
+			   (x->ids && model_inos(m, &x->ids[j + 1].v, &x->ids[j + 1].n))) {
 			r = fail(err, errlen, ENOMEM, "%s", "out of memory");
 		}
+		if (log_sync)
+			x->spans[j].ino = model_ino_of(m, op->path);
 		x->res->ops++;
 	}
 	size_t before;
@@ -648,6 +654,9 @@ int explore_run(const struct wl_workload *w, const struct explore_opts *o,
 	for (size_t j = 0; x.subv && j <= w->n + 1; j++)
 		free(x.subv[j]);
 	free(x.subv);
+	for (size_t j = 0; x.ids && j <= w->n + 1; j++)
+		model_inos_free(x.ids[j].v, x.ids[j].n);
+	free(x.ids);
 	for (size_t j = 0; x.spans && j <= w->n; j++)
 		free(x.spans[j].logged);
 	free(x.spans);

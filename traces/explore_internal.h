@@ -6,6 +6,7 @@
 #define BTRSIM_TRACES_EXPLORE_INTERNAL_H
 
 #include "traces/explore.h"
+#include "traces/model.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -17,9 +18,17 @@ struct span {
 	bool persist; /* a commit that had returned holds the ops up to here */
 	size_t line;
 	/* With treelog: the op was an fsync that synced the log (no commit),
-	 * and the names of the inode it logged (model_names_of, after it). */
+	 * the names of the inode it logged (model_names_of, after it) and its
+	 * number in the model (model_ino_of). */
 	bool log_sync;
 	char *logged;
+	uint32_t ino;
+};
+
+/* With treelog: the model's identities after j operations (model_inos). */
+struct idents {
+	struct model_ino *v;
+	size_t n;
 };
 
 struct ex {
@@ -29,6 +38,7 @@ struct ex {
 	struct span *spans; /* nops + 1: the last is the final unmount */
 	size_t nspans;
 	char **snaps;       /* snaps[j]: the model's description after j operations */
+	struct idents *ids; /* ids[j]: with treelog, the identities after j operations; else NULL */
 	char **subv;        /* subv[j]: its subvolumes after j operations (model_describe_subvols);
 			     * NULL when the workload has no subvolume operation */
 	uint64_t rng;

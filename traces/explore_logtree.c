@@ -15,7 +15,12 @@
  * - an fsynced directory's entries: every name it had then is there with
  *   its type (a new file's content is not promised: the kernel logs it
  *   "exists only", and it comes back empty), and every name it had at the
- *   commit and no longer had then is gone.
+ *   commit and no longer had then is gone;
+ * - a name the fsynced inode had at the commit, in a directory that is still
+ *   where it was and where the inode still has a name, and that no longer
+ *   exists at the sync: it is gone (replay unlinks the inode's names there
+ *   that the log lacks, the kernel's unlink_old_inode_refs: fstests
+ *   generic/039, a hard link removed then the file fsynced).
  * A rename, unlink or rmdir after a sync takes back what it promised on
  * the names it touched (and below them): the log still holds the inode,
  * under whichever of its names replay finds.
@@ -228,10 +233,50 @@ static bool entry_of(const struct mline *m, const char *d, size_t dl)
 	return m->plen > dl && parent_len(m->path, m->plen) == dl && !memcmp(m->path, d, dl);
 }
 
-/* The promises of the log sync of op k (after: the model after it).  An
- * earlier sync's promise on a path whose name came or went since (an unlink
- * takes a new entry out of the log again) no longer holds. */
-static int promises_of(const struct ex *x, size_t k, const struct lines *base,
+/* Whether one of the names (model_names_of lines) is in directory d. */
+static bool has_name_in(const char *names, const char *d, size_t dl)
+{
+	for (const char *p = names; p && *p;) {
+		size_t l = strcspn(p, "\n");
+		if (parent_len(p, l) == dl && !memcmp(p, d, dl))
+			return true;
+		p += l + (p[l] == '\n');
+	}
+	return false;
+}
+
+/* The names the inode fsynced at op k had in state c and lost by then, in
+ * directories where it still has a name and that are where they were:
+ * promised absent (replay unlinks the inode's names there that the log
+ * lacks).  A name that exists at k (another inode's now) is not promised. */
+static int stale_names(const struct ex *x, size_t c, size_t k, const struct lines *after,
+		       struct promises *ps)
+{
+	const struct idents *ci = &x->ids[c], *ki = &x->ids[k + 1];
+	uint32_t ino = x->spans[k].ino;
+	for (size_t i = 0; ino != MODEL_NO_INO && i < ci->n; i++) {
+		const char *p = ci->v[i].path;
+		size_t l = strlen(p);
+		if (ci->v[i].ino != ino || l < 2 || find(after, p, l))
+			continue;
+		size_t dl = parent_len(p, l);
+		char *d = strndup(p, dl);
+		if (!d)
+			return -1;
+		uint32_t dc = model_ino_find(ci->v, ci->n, d), dk = model_ino_find(ki->v, ki->n, d);
+		free(d);
+		if (dc == dk && dc != MODEL_NO_INO && has_name_in(x->spans[k].logged, p, dl) &&
+		    promise(ps, p, l, P_ABSENT, NULL))
+			return -1;
+	}
+	return 0;
+}
+
+/* The promises of the log sync of op k (after: the model after it; base:
+ * state c, the commit).  An earlier sync's promise on a path whose name
+ * came or went since (an unlink takes a new entry out of the log again) no
+ * longer holds. */
+static int promises_of(const struct ex *x, size_t c, size_t k, const struct lines *base,
 		       const struct lines *after, struct promises *ps)
 {
 	for (size_t i = 0; i < ps->n;) {
@@ -266,7 +311,7 @@ static int promises_of(const struct ex *x, size_t k, const struct lines *base,
 				return -1;
 		p += l + (p[l] == '\n');
 	}
-	return 0;
+	return x->ids ? stale_names(x, c, k, after, ps) : 0;
 }
 
 /* Drops the promises on raw path and below it: a name moved or removed
@@ -321,7 +366,7 @@ static int judge(const struct ex *x, size_t c, size_t s, const struct lines *st,
 	int r = 1;
 	for (size_t k = c; k <= s && r > 0; k++) {
 		const struct wl_op *op = &x->w->ops[k];
-		if (x->spans[k].log_sync && promises_of(x, k, &st[0], &st[k + 1 - c], &ps))
+		if (x->spans[k].log_sync && promises_of(x, c, k, &st[0], &st[k + 1 - c], &ps))
 			r = -1;
 		else if ((op->kind == WL_RENAME || op->kind == WL_UNLINK || op->kind == WL_RMDIR) &&
 			 !x->res->results[k] &&

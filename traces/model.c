@@ -103,7 +103,9 @@ struct minode {
 struct model {
 	struct minode **ino; /* by inode number; NULL: a free number */
 	uint32_t cap;
-	uint32_t hint;	     /* no free number below it (but 0, the root) */
+	uint32_t hint;	     /* no number below it is free to take: numbers are never reused,
+			      * as btrfs does not reuse them while mounted, so that a number
+			      * names one object across the states of a run (model_inos) */
 	uint32_t uid, gid;   /* the owner of new objects */
 };
 
@@ -251,8 +253,6 @@ static void ino_drop(struct model *m, uint32_t i)
 {
 	inode_unref(m->ino[i]);
 	m->ino[i] = NULL;
-	if (i < m->hint)
-		m->hint = i;
 }
 
 /* ---- Directory entries and xattrs ---------------------------------------- */
@@ -1563,6 +1563,89 @@ char *model_describe(const struct model *m)
 	free(w.xs.x);
 	mf_free(&w.mf);
 	return out;
+}
+
+/* ---- Identities ----------------------------------------------------------- */
+
+struct inos {
+	const struct model *m;
+	struct model_ino *v;
+	size_t n, cap;
+};
+
+static int inos_add(struct inos *w, const char *path, uint32_t ino)
+{
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 64;
+		struct model_ino *v = realloc(w->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		w->v = v;
+		w->cap = cap;
+	}
+	if (!(w->v[w->n].path = strdup(path)))
+		return -ENOMEM;
+	w->v[w->n++].ino = ino;
+	return 0;
+}
+
+static int inos_dir(struct inos *w, const char *path, uint32_t ino)
+{
+	const struct minode *d = w->m->ino[ino];
+	int r = 0;
+	for (size_t i = 0; i < d->nents && !r; i++) {
+		char *sub = mf_path_join(path, d->ents[i].name, strlen(d->ents[i].name));
+		if (!sub)
+			return -ENOMEM;
+		uint32_t c = d->ents[i].ino;
+		r = inos_add(w, sub, c);
+		if (!r && S_ISDIR(w->m->ino[c]->mode))
+			r = inos_dir(w, sub, c);
+		free(sub);
+	}
+	return r;
+}
+
+static int cmp_ino_path(const void *a, const void *b)
+{
+	return strcmp(((const struct model_ino *)a)->path, ((const struct model_ino *)b)->path);
+}
+
+int model_inos(const struct model *m, struct model_ino **out, size_t *n)
+{
+	struct inos w = { .m = m };
+	int r = inos_add(&w, "/", ROOT);
+	if (!r)
+		r = inos_dir(&w, "/", ROOT);
+	if (r) {
+		model_inos_free(w.v, w.n);
+		return r;
+	}
+	qsort(w.v, w.n, sizeof(*w.v), cmp_ino_path);
+	*out = w.v;
+	*n = w.n;
+	return 0;
+}
+
+void model_inos_free(struct model_ino *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i].path);
+	free(v);
+}
+
+uint32_t model_ino_find(const struct model_ino *v, size_t n, const char *path)
+{
+	struct model_ino key = { (char *)path, 0 };
+	const struct model_ino *f = v ? bsearch(&key, v, n, sizeof(*v), cmp_ino_path) : NULL;
+	return f ? f->ino : MODEL_NO_INO;
+}
+
+uint32_t model_ino_of(const struct model *m, const char *path)
+{
+	struct why why = { 0 };
+	uint32_t ino;
+	return resolve(m, path, true, &ino, &why) ? MODEL_NO_INO : ino;
 }
 
 /* ---- The subvolumes -------------------------------------------------------- */

@@ -96,4 +96,24 @@ char *model_lines_join(char **v, size_t n);
  * memory. */
 char *model_names_of(const struct model *m, const char *path);
 
+/*
+ * Identities: every path of the description (escaped as there) with the
+ * number of the object it names, sorted by strcmp of the path.  A number is
+ * never reused within a model and its clones, so it tells whether two
+ * states' paths name one object (the log oracle: the names an fsynced file
+ * lost since the commit).  0 or -ENOMEM; free with model_inos_free.
+ */
+struct model_ino {
+	char *path;
+	uint32_t ino;
+};
+int model_inos(const struct model *m, struct model_ino **out, size_t *n);
+void model_inos_free(struct model_ino *v, size_t n);
+#define MODEL_NO_INO UINT32_MAX
+/* The number path has in v (model_inos' array of n), or MODEL_NO_INO. */
+uint32_t model_ino_find(const struct model_ino *v, size_t n, const char *path);
+/* The number of the object PATH leads to (a final symlink followed, as
+ * model_names_of), or MODEL_NO_INO when it leads nowhere. */
+uint32_t model_ino_of(const struct model *m, const char *path);
+
 #endif

@@ -78,13 +78,14 @@ done_check
 # accounting then loses track of the numbers and marks them inconsistent).
 # The log's by seq-1's data ops (create, write, fallocate; fsync writes the
 # log tree by default), the directory ranges' by its name ops (create,
-# unlink, rename, with a directory fsync as persistence point), whose
+# unlink, rename, with a directory fsync as persistence point) and replay's
+# unlinking too, whose
 # reproducers fail with the log again.
 catch_args() {
 	case $1 in
 	snap-rw) echo --seq 1 --subvol --ops snapshot ;;
 	qgroup-no-inherit) echo --seq 1 --subvol --quota --ops snapshot ;;
-	log-no-dir-ranges) echo --seq 1 --ops create,unlink,rename ;;
+	log-no-dir-ranges | log-no-unlink) echo --seq 1 --ops create,unlink,rename ;;
 	log-*) echo --seq 1 --ops create,write,fallocate ;;
 	*) echo --seq 1 --limit 40 ;;
 	esac
@@ -95,7 +96,7 @@ rep_args() {
 	esac
 }
 for name in skip-flush cow-in-place super-first drop-dirty early-reuse snap-rw qgroup-no-inherit \
-	log-super-first log-no-csum log-no-names log-no-holes log-no-dir-ranges; do
+	log-super-first log-no-csum log-no-names log-no-holes log-no-dir-ranges log-no-unlink; do
 	M="$ROOT/build/mutants/btrsim-$name"
 	if [ ! -x "$M" ]; then
 		echo "SKIP campaign-catches-$name: no $M (make mutants builds it; make test does)"

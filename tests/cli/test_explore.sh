@@ -209,6 +209,29 @@ run run-osync-log-syncs 0 "$BTRSIM" run "$T/w9.wl" "$T/osync.img"
 out_has '^fsync: 3 log syncs, 0 full commits'
 done_check
 
+# Names a file lost before its fsync stay lost (generic/039): a hard link
+# unlinked, another renamed within the directory, one in another directory.
+cat >"$T/w10.wl" <<'W'
+mkdir /d
+create /d/a
+write /d/a 0 5000 1
+link /d/a /d/b
+link /d/a /d/c
+mkdir /e
+link /d/a /e/x
+sync
+unlink /d/b
+write /d/a 0 100 2
+fsync /d/a
+rename /d/c /d/n
+unlink /e/x
+fsync /d/n
+create /d/z
+W
+run explore-stale-names 0 "$BTRSIM" explore "$T/w10.wl"
+out_has ' 0 violations$'
+done_check
+
 # Directory fsyncs (traces/README.md): new entries there, removed ones gone,
 # entries of the commit kept; renames within and out of a logged directory,
 # a hard link's other name fsynced after one was unlinked.
@@ -341,6 +364,7 @@ catch_workloads() {
 	snap-no-commit) echo w5 ;;
 	qgroup-no-inherit) echo w6 ;;
 	log-no-dir-ranges) echo w8 ;;
+	log-no-unlink) echo w10 ;;
 	log-super-first | log-no-csum) echo w9 ;;
 	log-*) echo w7 ;;
 	*) echo w1 w2 ;;
@@ -348,7 +372,8 @@ catch_workloads() {
 }
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 for name in skip-flush cow-in-place super-first drop-dirty early-reuse snap-rw snap-no-commit \
-	qgroup-no-inherit log-super-first log-no-csum log-no-names log-no-holes log-no-dir-ranges; do
+	qgroup-no-inherit log-super-first log-no-csum log-no-names log-no-holes log-no-dir-ranges \
+	log-no-unlink; do
 	M="$ROOT/build/mutants/btrsim-$name"
 	if [ ! -x "$M" ]; then
 		echo "SKIP explore-catches-$name: no $M (make mutants builds it; make test does)"

@@ -29,9 +29,9 @@ log_root() {
 	btrfs inspect-internal dump-super "$1" 2>/dev/null | awk '$1 == "log_root" { print $2 }'
 }
 
-# scenario NAME BASELINE LOGGED: runs BASELINE in the mount, commits, runs
-# LOGGED (which fsyncs), copies the image with its log to $T/NAME.img.
-# 0 when the copy holds a log.
+# scenario NAME BASELINE LOGGED [OPTS]: runs BASELINE in the mount (OPTS
+# added to its options), commits, runs LOGGED (which fsyncs), copies the
+# image with its log to $T/NAME.img.  0 when the copy holds a log.
 scenario() {
 	NAME=$1
 	BAD=0
@@ -40,7 +40,7 @@ scenario() {
 	truncate -s 256M "$img"
 	mkfs.btrfs -q -f "$img" >/dev/null 2>&1 || { fail "mkfs.btrfs"; return 1; }
 	attach "$img" || { fail "losetup"; return 1; }
-	mount_dev "$MP" commit=300 "$LOOP" || { fail "mount"; return 1; }
+	mount_dev "$MP" "commit=300${4:+,$4}" "$LOOP" || { fail "mount"; return 1; }
 	(cd "$MP" && sh -ec "$2") || fail "baseline commands failed"
 	btrfs filesystem sync "$MP"
 	(cd "$MP" && sh -ec "$3") || fail "logged commands failed"
@@ -151,6 +151,17 @@ try osync-writes '
 	dd if=/dev/urandom of=s bs=4096 seek=5 count=3 oflag=sync conv=notrunc 2>/dev/null
 	dd if=/dev/urandom of=t bs=1000 count=9 oflag=dsync 2>/dev/null
 	dd if=/dev/urandom of=u bs=4096 count=2 oflag=sync 2>/dev/null'
+
+# Compressed extents in the log: zstd by the mount option, zlib and lzo by
+# the files' property, an inline compressed extent, data that does not
+# compress (stored plain).
+try compressed 'seq 1 50000 >base' '
+	seq 1 200000 >z; sync z
+	touch l g; btrfs property set l compression lzo; btrfs property set g compression zlib
+	seq 1 100000 >l; seq 1 90000 >g; sync l; sync g
+	head -c 3000 /dev/zero >small; sync small
+	seq 1 30000 >>base; sync base
+	head -c 131072 /dev/urandom >rnd; sync rnd' compress=zstd
 
 try many-files 'mkdir m' '
 	i=0; while [ $i -lt 300 ]; do echo "$i" >m/f$i; i=$((i + 1)); done
