@@ -55,10 +55,12 @@ static void print_log_stats(ref_fs *fs)
 {
 	struct ref_log_stats ls;
 	ref_log_stats(fs, &ls);
-	if (!ls.log_syncs && !ls.full_commits)
+	if (!ls.log_syncs && !ls.full_commits && !ls.skipped)
 		return;
 	printf("fsync: %llu log syncs, %llu full commits", (unsigned long long)ls.log_syncs,
 	       (unsigned long long)ls.full_commits);
+	if (ls.skipped)
+		printf(", %llu with nothing to log", (unsigned long long)ls.skipped);
 	const char *sep = " (";
 	for (int i = 0; i < REF_LOG_FULL_NREASONS; i++)
 		if (ls.full_by_reason[i]) {

@@ -696,6 +696,15 @@ int log_fsync(ref_fs *fs, const struct ref_ino *in)
 	int r = inode_read(fs, in, &ii);
 	if (r)
 		return r;
+	/* skip_inode_logging: no change since the last commit, or since the
+	 * sync that logged this inode whole, means no IO at all (a parent
+	 * moved since the commit included: fsync of a file does not persist
+	 * its directories' names, as on Linux). */
+	const struct log_ino *was = log_ino_get(fs, in, false);
+	if (LE64(ii.transid) < rw->transid || (was && was->synced_seq == LE64(ii.sequence) + 1)) {
+		rw->log_stats.skipped++;
+		return 0;
+	}
 	if (rw->npending)
 		return full_commit(fs, REF_LOG_FULL_NEW_CHUNK);
 	if ((r = log_unloggable(fs, in)))
@@ -743,5 +752,8 @@ int log_fsync(ref_fs *fs, const struct ref_ino *in)
 		return c ? c : 0;
 	}
 	rw->log_stats.log_syncs++;
+	struct log_ino *now = log_ino_get(fs, in, true);
+	if (now)
+		now->synced_seq = LE64(ii.sequence) + 1;
 	return 0;
 }

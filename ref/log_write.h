@@ -34,6 +34,9 @@ struct log_ino {
 	bool logged;   /* logged, whole or "exists only", by a sync of this transaction */
 	bool unlinked; /* last_unlink_trans: a name removed, moved or added (log_names.c) */
 	bool moved;    /* renamed in this transaction */
+	/* The inode item's sequence + 1 when a sync of its own fsync logged it
+	 * whole (0: never): unchanged since, a new fsync has nothing to log. */
+	uint64_t synced_seq;
 };
 
 struct log_state {

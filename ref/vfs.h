@@ -62,6 +62,10 @@ struct ref_log_stats {
 	uint64_t log_syncs;    /* fsyncs that wrote the log */
 	uint64_t full_commits; /* fsyncs that committed instead */
 	uint64_t full_by_reason[REF_LOG_FULL_NREASONS];
+	/* fsyncs with nothing to do, no IO at all: the inode had not changed
+	 * since the last commit, or since a log sync that logged it (the
+	 * kernel's skip_inode_logging).  What they cover was durable before. */
+	uint64_t skipped;
 };
 /* Counted since mount. */
 void ref_log_stats(const ref_fs *fs, struct ref_log_stats *out);

@@ -129,7 +129,10 @@ static int record(struct ex *x, sim_volume *vol, char *err, size_t errlen)
 		/* An fsync that synced the log committed nothing: what it promised
 		 * is the log's (explore_logtree.c), not a commit's. */
 		bool log_sync = ls1.log_syncs > ls0.log_syncs;
-		x->spans[j] = (struct span){ before, after, persists(op) && got == 0 && !log_sync,
+		/* One with nothing to log promised nothing new: no commit either. */
+		bool skipped = ls1.skipped > ls0.skipped;
+		x->spans[j] = (struct span){ before, after,
+					     persists(op) && got == 0 && !log_sync && !skipped,
 					     op->line, log_sync, NULL };
 		/* A write that failed part-way (ENOSPC, EDQUOT, EIO): the model
 		 * takes the bytes that went in, as a short write. */

@@ -221,18 +221,27 @@ Test(log, full_commits_are_counted_with_their_reasons)
 	WU_OK(fs, ref_fsync(fs, "/y2"));
 	WU_OK(fs, ref_sync(fs));
 	WU_OK(fs, ref_fsync(fs, "/y2")); /* nothing new since the commit: nothing to do */
-	/* Inside a read-only snapshot, nothing can be logged (replay could not
-	 * write there): the fsync commits. */
+	/* A file of a read-only snapshot never changes after the snapshot's
+	 * commit: its fsync has nothing to do, no IO (skip_inode_logging), also
+	 * while other changes wait for the next commit. */
 	uint64_t id;
 	WU_OK(fs, ref_snapshot(fs, "/", "/ro", true, &id));
 	WU_OK(fs, ref_create(fs, "/z", 0644));
+	uint64_t commits = ref_commits(fs);
 	WU_OK(fs, ref_fsync(fs, "/ro/y2"));
+	cr_assert_eq(ref_commits(fs), commits);
+	/* Nor does a file logged whole by a sync and unchanged since. */
+	put(fs, "/z", 10, 3, 0);
+	WU_OK(fs, ref_fsync(fs, "/z"));
+	WU_OK(fs, ref_fsync(fs, "/z"));
+	WU_OK(fs, ref_fdatasync(fs, "/z"));
 	struct ref_log_stats ls;
 	ref_log_stats(fs, &ls);
 	cr_assert_eq(ls.full_by_reason[REF_LOG_FULL_DIR_UNLINK], 1);
-	cr_assert_eq(ls.full_by_reason[REF_LOG_FULL_SUBVOL], 1);
-	cr_assert_eq(ls.full_commits, 2);
-	cr_assert_eq(ls.log_syncs, 3);
+	cr_assert_eq(ls.full_by_reason[REF_LOG_FULL_SUBVOL], 0);
+	cr_assert_eq(ls.full_commits, 1);
+	cr_assert_eq(ls.log_syncs, 4);
+	cr_assert_eq(ls.skipped, 3);
 	cr_assert_str_eq(ref_log_full_reason(REF_LOG_FULL_DIR_UNLINK),
 			 "a directory to log, or one above, lost a name to a rename or moved");
 	WU_OK(fs, ref_umount(fs));
