@@ -93,33 +93,15 @@ static int load_free_space(ref_fs *fs, struct rw_bg *bg)
 /* The stripe units (64 KiB) that hold a superblock copy are never allocated;
  * the kernel excludes the same ranges (exclude_super_stripes), though the
  * free-space tree lists them as free. */
+static int exclude_one(void *bg, uint64_t start, uint64_t len)
+{
+	return rset_remove(&((struct rw_bg *)bg)->free, start, len) ? -ENOMEM : 0;
+}
+
+/* The stripe units that hold a superblock copy are never allocated. */
 static int exclude_supers(ref_fs *fs, const struct ref_chunk *c, struct rw_bg *bg)
 {
-	unsigned n = c->num_stripes;
-	uint64_t per = chunk_stripe_bytes(c->type, c->length, n);
-	uint64_t prof = c->type & BTRFS_BLOCK_GROUP_PROFILE_MASK;
-	uint64_t sl = c->stripe_len ? c->stripe_len : BTRFS_STRIPE_LEN_DEFAULT;
-	for (unsigned s = 0; s < n; s++) {
-		for (int m = 0; m < BTRFS_SUPER_MIRRORS; m++) {
-			uint64_t so = btrfs_super_offset(m);
-			const struct ref_stripe *st = &c->stripes[s];
-			if (so + BTRFS_SUPER_SIZE <= st->physical || so >= st->physical + per)
-				continue;
-			uint64_t unit = (so > st->physical ? so - st->physical : 0) / sl;
-			uint64_t logical;
-			if (prof == BTRFS_BLOCK_GROUP_RAID0)
-				logical = c->logical + (unit * n + s) * sl;
-			else if (prof == BTRFS_BLOCK_GROUP_RAID10)
-				logical = c->logical + (unit * (n / c->sub_stripes) + s / c->sub_stripes) * sl;
-			else
-				logical = c->logical + unit * sl;
-			uint64_t end = c->logical + c->length;
-			if (logical < end &&
-			    rset_remove(&bg->free, logical, end - logical < sl ? end - logical : sl))
-				return ref_fail(fs, ENOMEM, "out of memory");
-		}
-	}
-	return 0;
+	return chunk_super_units(c, exclude_one, bg) ? ref_fail(fs, ENOMEM, "out of memory") : 0;
 }
 
 static int load_devs(ref_fs *fs)

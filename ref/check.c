@@ -44,7 +44,9 @@ static int add_parent(struct check_state *st, struct check_block *b, uint64_t pa
 
 static bool holds_files(uint64_t tree)
 {
-	return tree == BTRFS_FS_TREE_OBJECTID || tree == BTRFS_DATA_RELOC_TREE_OBJECTID ||
+	/* the root tree: the v1 space cache's free-space inodes */
+	return tree == BTRFS_ROOT_TREE_OBJECTID || tree == BTRFS_FS_TREE_OBJECTID ||
+	       tree == BTRFS_DATA_RELOC_TREE_OBJECTID ||
 	       (tree >= BTRFS_FIRST_FREE_OBJECTID && tree <= BTRFS_LAST_FREE_OBJECTID);
 }
 
@@ -297,7 +299,8 @@ long ref_check(ref_fs *fs, const struct ref_check_opts *opts)
 		r = check_csums(&ck);
 	}
 	if (!r) {
-		fprintf(ck.out, "[6/7] checking the free-space tree\n");
+		bool fst = LE64(fs->sb.compat_ro_flags) & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE;
+		fprintf(ck.out, "[6/7] checking the free %s\n", fst ? "space tree" : "space cache");
 		r = check_free_space(&ck);
 	}
 	if (!r)

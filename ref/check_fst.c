@@ -2,9 +2,15 @@
  * check_fst.c - the free-space tree against the extent tree: in every block
  * group, the free ranges it records (extents or bitmaps) must be exactly the
  * group's range minus its extents minus the stripe units that hold superblock
- * copies, and each FREE_SPACE_INFO's extent count must match.
+ * copies, and each FREE_SPACE_INFO's extent count must match.  Without the
+ * tree, the v1 space cache (space_cache.c) the same way where it is valid,
+ * as btrfs check's check_space_cache: a cache of another generation than
+ * the superblock's is invalid (the kernel rebuilds it) and one the kernel
+ * would not load is skipped, but a loaded cache must equal what the extent
+ * tree implies.
  */
 #include "ref/check.h"
+#include "ref/space_cache.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -149,11 +155,110 @@ static int recorded_free(struct check *ck, const struct ref_root *root, const st
 	return 0;
 }
 
+/* The first difference of two range lists: false when they are equal. */
+static bool differ(const struct rlist *want, const struct sc_range *have, size_t nhave,
+		   struct range *w, struct range *h, size_t *at)
+{
+	size_t k = 0;
+	while (k < want->n && k < nhave && want->r[k].start == have[k].start &&
+	       want->r[k].end == have[k].end)
+		k++;
+	*w = k < want->n ? want->r[k] : (struct range){ 0, 0 };
+	*h = k < nhave ? (struct range){ have[k].start, have[k].end } : (struct range){ 0, 0 };
+	*at = k;
+	return k < want->n || k < nhave;
+}
+
+/* Takes [start, start + len) out of the sorted, disjoint ranges of l. */
+static int cut(void *ctx, uint64_t start, uint64_t len)
+{
+	struct rlist *l = ctx, out = { 0 };
+	uint64_t end = start + len;
+	int r = 0;
+	for (size_t i = 0; !r && i < l->n; i++) {
+		struct range g = l->r[i];
+		if (g.end <= start || g.start >= end) {
+			r = push(&out, g.start, g.end);
+			continue;
+		}
+		r = push(&out, g.start, start > g.start ? start : g.start);
+		if (!r)
+			r = push(&out, end < g.end ? end : g.end, g.end);
+	}
+	free(l->r);
+	*l = out;
+	return r;
+}
+
+static int check_space_cache(struct check *ck)
+{
+	ref_fs *fs = ck->fs;
+	struct sc_file *files;
+	size_t nfiles;
+	int r = space_cache_files(fs, &files, &nfiles);
+	if (r) {
+		check_error(ck, "space cache: %s", ref_error(fs));
+		return r == -ENOMEM ? r : 0;
+	}
+	uint64_t cgen = LE64(fs->sb.cache_generation), gen = LE64(fs->sb.generation);
+	if (nfiles && cgen != (uint64_t)-1 && cgen != gen) {
+		fprintf(ck->out, "cache and super generation don't match, space cache will be invalidated\n");
+		nfiles = 0;
+	}
+	struct rlist used = { 0 };
+	if (nfiles && (r = load_used(ck, &used))) {
+		free(used.r);
+		free(files);
+		return r < 0 ? r : 0;
+	}
+	for (size_t i = 0; !r && i < nfiles; i++) {
+		const struct ref_chunk *c = NULL;
+		for (size_t j = 0; j < fs->nchunks && !c; j++)
+			if (fs->chunks[j].logical == files[i].group)
+				c = &fs->chunks[j];
+		if (!c) {
+			check_error(ck, "space cache: a FREE_SPACE item for block group %llu, which does not exist",
+				    (unsigned long long)files[i].group);
+			continue;
+		}
+		struct sc_range *have = NULL;
+		size_t nhave = 0;
+		char why[160];
+		int l = space_cache_load(fs, &files[i], &have, &nhave, why, sizeof(why));
+		if (l == 0 && ck->verbose)
+			fprintf(ck->out, "free space cache of block group %llu not loaded: %s\n",
+				(unsigned long long)files[i].group, why);
+		if (l < 0 && l != -ENOMEM)
+			fprintf(ck->out, "free space cache of block group %llu not loaded: %s\n",
+				(unsigned long long)files[i].group, ref_error(fs));
+		struct rlist want = { 0 };
+		/* The cache leaves out the superblock copies' stripe units,
+		 * which the allocator never uses. */
+		if (l == 1 && !(r = expected_free(c, &used, &want)) &&
+		    !(r = chunk_super_units(c, cut, &want))) {
+			struct range w, h;
+			size_t at;
+			if (differ(&want, have, nhave, &w, &h, &at))
+				check_error(ck, "space cache of block group %llu appears valid but isn't: free range %zu is [%llu, %llu), the extent tree implies [%llu, %llu)",
+					    (unsigned long long)c->logical, at, (unsigned long long)h.start,
+					    (unsigned long long)h.end, (unsigned long long)w.start,
+					    (unsigned long long)w.end);
+		}
+		if (l == -ENOMEM)
+			r = l;
+		free(want.r);
+		free(have);
+	}
+	free(used.r);
+	free(files);
+	return r;
+}
+
 int check_free_space(struct check *ck)
 {
 	ref_fs *fs = ck->fs;
 	if (!(LE64(fs->sb.compat_ro_flags) & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE))
-		return 0;
+		return check_space_cache(ck);
 	struct ref_root root;
 	if (ref_find_root(fs, BTRFS_FREE_SPACE_TREE_OBJECTID, &root)) {
 		check_error(ck, "the free-space tree feature is on but there is no free-space tree");

@@ -131,6 +131,36 @@ uint64_t chunk_stripe_bytes(uint64_t type, uint64_t len, unsigned n)
 	}
 }
 
+int chunk_super_units(const struct ref_chunk *c, int (*fn)(void *ctx, uint64_t start, uint64_t len),
+		      void *ctx)
+{
+	unsigned n = c->num_stripes;
+	uint64_t per = chunk_stripe_bytes(c->type, c->length, n);
+	uint64_t prof = c->type & BTRFS_BLOCK_GROUP_PROFILE_MASK;
+	uint64_t sl = c->stripe_len ? c->stripe_len : BTRFS_STRIPE_LEN_DEFAULT;
+	uint64_t end = c->logical + c->length;
+	for (unsigned s = 0; s < n; s++) {
+		for (int m = 0; m < BTRFS_SUPER_MIRRORS; m++) {
+			uint64_t so = btrfs_super_offset(m);
+			const struct ref_stripe *st = &c->stripes[s];
+			if (so + BTRFS_SUPER_SIZE <= st->physical || so >= st->physical + per)
+				continue;
+			uint64_t unit = (so > st->physical ? so - st->physical : 0) / sl;
+			uint64_t logical;
+			if (prof == BTRFS_BLOCK_GROUP_RAID0)
+				logical = c->logical + (unit * n + s) * sl;
+			else if (prof == BTRFS_BLOCK_GROUP_RAID10)
+				logical = c->logical + (unit * (n / c->sub_stripes) + s / c->sub_stripes) * sl;
+			else
+				logical = c->logical + unit * sl;
+			int r = logical < end ? fn(ctx, logical, end - logical < sl ? end - logical : sl) : 0;
+			if (r)
+				return r;
+		}
+	}
+	return 0;
+}
+
 /* Where `logical` (inside chunk c) lives: up to REF_MAX_COPIES physical copies
  * of the same bytes, and how many bytes from there stay in this stripe unit. */
 int chunk_map(const struct ref_chunk *c, uint64_t logical, uint64_t len, struct ref_copy *copies,

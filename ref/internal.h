@@ -95,6 +95,13 @@ const struct ref_chunk *chunk_find(const ref_fs *fs, uint64_t logical);
 /* Drops the chunk at `logical` from the map (a removed block group). */
 void chunk_remove(ref_fs *fs, uint64_t logical);
 uint64_t chunk_stripe_bytes(uint64_t type, uint64_t len, unsigned n);
+/* Calls fn with each logical range of chunk c that holds a superblock copy
+ * on some stripe (one stripe unit, 64 KiB, clipped to the chunk): what the
+ * kernel's exclude_super_stripes keeps out of the allocator and the v1 space
+ * cache (the free-space tree lists them as free).  Returns fn's first
+ * non-zero result, or 0. */
+int chunk_super_units(const struct ref_chunk *c, int (*fn)(void *ctx, uint64_t start, uint64_t len),
+		      void *ctx);
 /* How many stripes a chunk of this type may lose and still be written (the
  * kernel's btrfs_raid_array tolerated_failures). */
 unsigned chunk_tolerated_failures(uint64_t type);
