@@ -37,6 +37,23 @@ static int bg_add(ref_fs *fs, uint64_t start, uint64_t len, uint64_t flags, uint
 	return 0;
 }
 
+static int used_out(ref_fs *fs, void *bg, uint64_t start, uint64_t len)
+{
+	(void)fs;
+	return rset_remove(&((struct rw_bg *)bg)->free, start, len) ? -ENOMEM : 0;
+}
+
+/* Without a free-space tree (converted right after: fst_convert.c), the
+ * free space of a block group is what the extent tree does not use, as the
+ * kernel's caching thread finds it. */
+static int free_from_extents(ref_fs *fs, struct rw_bg *bg)
+{
+	if (rset_add(&bg->free, bg->start, bg->len))
+		return ref_fail(fs, ENOMEM, "out of memory");
+	int r = extent_used_each(fs, bg->start, bg->len, used_out, bg);
+	return r == -ENOMEM ? ref_fail(fs, ENOMEM, "out of memory") : r;
+}
+
 /* The free space of one block group as its free-space tree items say. */
 static int load_free_space(ref_fs *fs, struct rw_bg *bg)
 {
@@ -191,7 +208,9 @@ int alloc_load(ref_fs *fs)
 		if ((r = bg_add(fs, c->logical, c->length, c->type, used)))
 			return r;
 		struct rw_bg *bg = rw_bg_find(fs, c->logical);
-		if ((r = load_free_space(fs, bg)) || (r = exclude_supers(fs, c, bg)))
+		bool fst = LE64(fs->sb.compat_ro_flags) & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE;
+		if ((r = fst ? load_free_space(fs, bg) : free_from_extents(fs, bg)) ||
+		    (r = exclude_supers(fs, c, bg)))
 			return r;
 	}
 	/* The global reserve: what a commit and a deletion may need when

@@ -11,6 +11,14 @@
 #include <errno.h>
 #include <stdlib.h>
 
+/* Without the tree (a v1 file system a log replay commits on: its space
+ * cache goes stale, so the kernel rebuilds it, as after any commit it did
+ * not write the cache for), there is nothing to keep in step. */
+static bool fst_on(const ref_fs *fs)
+{
+	return LE64(fs->sb.compat_ro_flags) & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE;
+}
+
 static int fst_tree(ref_fs *fs, struct rw_tree **t)
 {
 	return rw_tree_get(fs, BTRFS_FREE_SPACE_TREE_OBJECTID, t);
@@ -172,6 +180,8 @@ static int extent_at(ref_fs *fs, struct rw_tree *t, uint64_t at, uint64_t *l)
 
 int fst_add(ref_fs *fs, uint64_t start, uint64_t len)
 {
+	if (!fst_on(fs))
+		return 0;
 	struct rw_tree *t;
 	struct rw_bg *bg;
 	int r = prepare(fs, start, len, &t, &bg);
@@ -207,6 +217,8 @@ int fst_add(ref_fs *fs, uint64_t start, uint64_t len)
 
 int fst_remove(ref_fs *fs, uint64_t start, uint64_t len)
 {
+	if (!fst_on(fs))
+		return 0;
 	struct rw_tree *t;
 	struct rw_bg *bg;
 	int r = prepare(fs, start, len, &t, &bg);
@@ -236,6 +248,8 @@ int fst_remove(ref_fs *fs, uint64_t start, uint64_t len)
 
 int fst_add_bg(ref_fs *fs, struct rw_bg *bg)
 {
+	if (!fst_on(fs))
+		return 0;
 	struct rw_tree *t;
 	int r = fst_tree(fs, &t);
 	if (r)

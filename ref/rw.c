@@ -191,8 +191,11 @@ static int check_features(ref_fs *fs)
 				(unsigned long long)(incompat & ~known));
 	if (!(incompat & BTRFS_FEATURE_INCOMPAT_SKINNY_METADATA))
 		return ref_fail(fs, EROFS, "writing needs skinny-metadata (mkfs.btrfs's default)");
-	if (!(ro & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE_VALID))
-		return ref_fail(fs, EROFS, "writing needs a valid free-space tree (mkfs.btrfs's default)");
+	/* Without the tree (the v1 space cache, or none), rw_init converts. */
+	if ((ro & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE) &&
+	    !(ro & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE_VALID))
+		return ref_fail(fs, EROFS,
+				"the free-space tree is marked invalid (an old kernel's clear_cache left it): writing needs it rebuilt, as the kernel's clear_cache,space_cache=v2 does");
 	if (ro & ~(uint64_t)(BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE |
 			     BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE_VALID |
 			     BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE))

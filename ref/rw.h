@@ -171,6 +171,7 @@ struct rw_state {
 	size_t ndrefs, drefs_cap;
 	struct u64map dref_idx;
 	struct rset pinned; /* freed in this transaction: reusable once it is durable */
+	bool fst_converted; /* this mount built the free-space tree (fst_convert.c) */
 	struct rw_pending_chunk *pending;
 	size_t npending, pending_cap;
 	struct rw_dev *devs;
@@ -272,6 +273,14 @@ void dref_free_all(ref_fs *fs);
 int fst_add(ref_fs *fs, uint64_t start, uint64_t len);
 int fst_remove(ref_fs *fs, uint64_t start, uint64_t len);
 int fst_add_bg(ref_fs *fs, struct rw_bg *bg);
+
+/* fst_convert.c: a file system without the free-space tree converted to
+ * it, in a commit of its own at mount (as the kernel's space_cache=v2). */
+int fst_convert(ref_fs *fs);
+/* Calls fn for each extent item (data and tree blocks) that starts in
+ * [start, start + len), from the extent tree as it stands. */
+int extent_used_each(ref_fs *fs, uint64_t start, uint64_t len,
+		     int (*fn)(ref_fs *fs, void *ctx, uint64_t start, uint64_t len), void *ctx);
 
 /* ctree.c: B-tree changes with copy-on-write. */
 /* Positions path at key (0: found) or where it would go (1), COWing the blocks

@@ -36,6 +36,14 @@ int ref_mount(sim_volume *vol, const struct ref_mount_opts *o, ref_fs **out, cha
 	if (o->dirty_limit)
 		fs->rw->dirty_limit = o->dirty_limit;
 	fs->rw->treelog = !o->notreelog;
+	/* No free-space tree (v1 space cache): converted first, in a commit
+	 * of its own, as the kernel's space_cache=v2 mount does. */
+	if (!(LE64(fs->sb.compat_ro_flags) & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE) &&
+	    (r = fst_convert(fs))) {
+		snprintf(err, errlen, "converting to the free-space tree: %s", fs->err);
+		ref_close(fs);
+		return r;
+	}
 	*out = fs;
 	return 0;
 }
