@@ -4,6 +4,7 @@
  * and utimes; file capabilities removed by writes, truncates, fallocate and
  * chown (vfs_killpriv).
  */
+#include "ref/log_write.h"
 #include "ref/vfs_int.h"
 
 #include <errno.h>
@@ -105,6 +106,8 @@ int ref_setxattr(ref_fs *fs, const char *path, const char *name, const void *val
 		inode_touch(fs, &ii, false, true);
 		r = inode_write(fs, &ino, &ii);
 	}
+	if (!r)
+		log_note_xattr(fs, &ino);
 	return vfs_end(fs, r);
 }
 
@@ -128,7 +131,9 @@ int ref_removexattr(ref_fs *fs, const char *path, const char *name)
 	if ((r = bt_item_cut(fs, t, &k, off, esize)))
 		return vfs_end(fs, r);
 	inode_touch(fs, &ii, false, true);
-	return vfs_end(fs, inode_write(fs, &ino, &ii));
+	if (!(r = inode_write(fs, &ino, &ii)))
+		log_note_xattr(fs, &ino);
+	return vfs_end(fs, r);
 }
 
 ssize_t ref_getxattr(ref_fs *fs, const char *path, const char *name, void *value, size_t len)

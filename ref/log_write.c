@@ -45,6 +45,7 @@ static const char *const reason_names[REF_LOG_FULL_NREASONS] = {
 	[REF_LOG_FULL_NO_SPACE] = "no metadata space for the log",
 	[REF_LOG_FULL_TOO_BIG] = "the log outgrew its bound",
 	[REF_LOG_FULL_ERROR] = "an error while logging",
+	[REF_LOG_FULL_CONFLICTS] = "more than ten inodes had the names logged",
 };
 
 const char *ref_log_full_reason(enum ref_log_full why)
@@ -80,6 +81,7 @@ void log_drop(ref_fs *fs)
 		sub_free(&ls->subs[i]);
 	free(ls->subs);
 	free(ls->inos);
+	free(ls->this_sync);
 	free(ls->blocks);
 	free(ls);
 	fs->rw->log = NULL;
@@ -316,24 +318,36 @@ int log_unloggable(ref_fs *fs, const struct ref_ino *in)
 int log_mark_logged(ref_fs *fs, const struct ref_ino *in)
 {
 	struct log_ino *li = log_ino_get(fs, in, true);
-	if (!li)
+	struct log_state *ls = fs->rw->log;
+	if (!li || GROW(ls->this_sync, ls->nthis, ls->this_cap))
 		return ref_fail(fs, ENOMEM, "out of memory");
 	li->logged = true;
+	li->xattrs = false;
+	ls->this_sync[ls->nthis++] = *in;
 	return 0;
+}
+
+void log_note_xattr(ref_fs *fs, const struct ref_ino *in)
+{
+	struct log_ino *li = log_ino_get(fs, in, false);
+	if (li)
+		li->xattrs = true;
 }
 
 /* An inode "exists only" (the kernel's LOG_INODE_EXISTS): its item with
  * generation 0 and the size it was logged with (0 if never: replay then
  * keeps an existing inode's), its names and xattrs; extents an earlier
- * sync logged stay.  Nothing when it is logged whole already. */
+ * sync logged stay.  Nothing when it is logged whole already and its xattrs
+ * did not change since (need_log_inode). */
 int log_exists(ref_fs *fs, struct log_sub *s, const struct ref_ino *in)
 {
 	struct ref_key k = { in->ino, BTRFS_INODE_ITEM_KEY, 0 };
 	const struct log_item *old = log_sub_find(s, &k);
+	const struct log_ino *li0 = log_ino_get(fs, in, false);
 	uint64_t logged_size = 0;
 	if (old) {
 		const struct btrfs_inode_item *oi = (const void *)old->data;
-		if (LE64(oi->generation))
+		if (LE64(oi->generation) && !(li0 && li0->xattrs))
 			return 0; /* logged whole already */
 		logged_size = LE64(oi->size);
 	}
@@ -715,6 +729,7 @@ int log_fsync(ref_fs *fs, const struct ref_ino *in)
 	if (!s)
 		return ref_fail(fs, ENOMEM, "out of memory");
 	uint64_t blocks_before = rw->log->nblocks;
+	rw->log->nthis = 0;
 	/* btrfs_log_inode_parent: the inode; a file's names changed since the
 	 * commit: its parents of the commit whole; the new directories above. */
 	enum ref_log_full why = REF_LOG_FULL_ERROR;
@@ -724,6 +739,9 @@ int log_fsync(ref_fs *fs, const struct ref_ino *in)
 	r = dir ? log_dir_all(fs, s, in, &why) : log_inode_all(fs, s, in, &ii);
 	if (!r && !dir && unlinked)
 		r = log_all_parents(fs, s, in, &why);
+	/* Names the commit gave to other inodes: those inodes too. */
+	if (!r)
+		r = log_conflicts(fs, s, in, &why);
 	/* (The kernel skips this for a regular file of the last commit whose
 	 * names did not change; ref walks up anyway, for a directory above
 	 * moved since the commit, which makes it commit: replay would bring

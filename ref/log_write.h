@@ -34,6 +34,7 @@ struct log_ino {
 	bool logged;   /* logged, whole or "exists only", by a sync of this transaction */
 	bool unlinked; /* last_unlink_trans: a name removed, moved or added (log_names.c) */
 	bool moved;    /* renamed in this transaction */
+	bool xattrs;   /* xattrs changed since it was logged (BTRFS_INODE_COPY_EVERYTHING) */
 	/* The inode item's sequence + 1 when a sync of its own fsync logged it
 	 * whole (0: never): unchanged since, a new fsync has nothing to log. */
 	uint64_t synced_seq;
@@ -44,6 +45,9 @@ struct log_state {
 	size_t nsubs, subs_cap;
 	struct log_ino *inos;
 	size_t ninos, inos_cap;
+	/* The inodes the running fsync logged (log_conflicts.c checks their names). */
+	struct ref_ino *this_sync;
+	size_t nthis, this_cap;
 
 	/* Blocks of the log syncs of this transaction: out of free space until
 	 * the commit makes them obsolete. */
@@ -54,6 +58,16 @@ struct log_state {
 /* The state kept for an inode in this transaction; NULL when none (or, with
  * create, out of memory). */
 struct log_ino *log_ino_get(ref_fs *fs, const struct ref_ino *in, bool create);
+
+/* log_conflicts.c: the inodes whose names of the last commit the running
+ * fsync logged for others, logged too (btrfs_check_ref_name_override,
+ * log_conflicting_inodes): 0, 1 with *why when the fsync must commit, or
+ * -errno. */
+int log_conflicts(ref_fs *fs, struct log_sub *s, const struct ref_ino *fsynced, enum ref_log_full *why);
+
+/* An xattr of in was set or removed: logging it "exists only" again is
+ * not a no-op any more (the kernel's need_log_inode). */
+void log_note_xattr(ref_fs *fs, const struct ref_ino *in);
 
 /* log_names.c: the kernel's bookkeeping when names change under a log
  * (btrfs_record_unlink_dir, btrfs_log_new_name, the del_*_in_log calls). */

@@ -54,6 +54,7 @@ enum ref_log_full {
 	REF_LOG_FULL_NO_SPACE,     /* no metadata space for the log blocks */
 	REF_LOG_FULL_TOO_BIG,      /* the transaction's log outgrew its bound */
 	REF_LOG_FULL_ERROR,        /* writing the log failed: the kernel commits too */
+	REF_LOG_FULL_CONFLICTS,    /* more than ten inodes had names the fsync logs (the kernel's too) */
 	REF_LOG_FULL_NREASONS
 };
 const char *ref_log_full_reason(enum ref_log_full why);

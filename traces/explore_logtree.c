@@ -39,6 +39,7 @@
 #include "traces/manifest.h"
 #include "traces/workload.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,6 +186,22 @@ static bool loose_ok(const struct mline *m, const struct mline *got)
 	size_t l;
 	const char *sz = field(got, 6, &l);
 	return t == 'f' && l == 1 && *sz == '0';
+}
+
+/* Whether fields first..last of a and b are equal (last UINT_MAX: to the
+ * end of both lines, which must have as many fields). */
+static bool fields_equal(const struct mline *a, const struct mline *b, unsigned first, unsigned last)
+{
+	for (unsigned i = first; i <= last; i++) {
+		size_t la, lb;
+		const char *fa = field(a, (int)i, &la), *fb = field(b, (int)i, &lb);
+		bool enda = fa >= a->line + a->len || !la, endb = fb >= b->line + b->len || !lb;
+		if (enda || endb)
+			return last == UINT_MAX ? enda && endb : enda == endb;
+		if (la != lb || memcmp(fa, fb, la))
+			return false;
+	}
+	return true;
 }
 
 enum pkind { P_EXACT, P_TYPE, P_ABSENT };
@@ -357,8 +374,136 @@ static const struct promise *promised(const struct promises *ps, const char *p, 
 	return bsearch(&key, ps->v, ps->n, sizeof(*ps->v), cmp_promise);
 }
 
+/* Whether got line g, a name some state gave an object, shows the type,
+ * size and content that object had in some state and its mode, owner and
+ * xattrs as it had them in some state (st[0..nst): states c..): what replay
+ * makes of an inode logged "exists only" (the kernel's LOG_INODE_EXISTS: its
+ * inode item and xattrs as they are, the size and data as the log or the
+ * commit had them), which a directory's fsync does for its new entries, an
+ * fsync for new ancestors and for inodes whose names it takes, and a link or
+ * rename for an inode logged before (btrfs_log_new_name). */
+/* Whether g shows object ino's data (type, size, content) as it was in
+ * some state, its mode and owner as in some state and its xattrs as in
+ * some state: replay keeps an existing inode's item when the log has it
+ * "exists only", and replays the xattrs logged with it. */
+static bool mix_of(const struct ex *x, size_t c, const struct lines *st, size_t nst,
+		   const struct mline *g, uint32_t ino)
+{
+	bool data = false, attrs = false, xattrs = false;
+	for (size_t j = 0; j < nst && !(data && attrs && xattrs); j++) {
+		const struct idents *id = &x->ids[c + j];
+		for (size_t i = 0; i < id->n; i++) {
+			if (id->v[i].ino != ino)
+				continue;
+			const struct mline *m = find(&st[j], id->v[i].path, strlen(id->v[i].path));
+			if (!m || !fields_equal(m, g, 1, 1))
+				continue;
+			data = data || fields_equal(m, g, 6, 7);
+			attrs = attrs || fields_equal(m, g, 2, 4);
+			xattrs = xattrs || fields_equal(m, g, 8, UINT_MAX);
+			break; /* one line of the object per state is enough */
+		}
+	}
+	return data && attrs && xattrs;
+}
+
+/* The path of object ino in identities id, or NULL. */
+static const char *path_of(const struct idents *id, uint32_t ino)
+{
+	for (size_t i = 0; i < id->n; i++)
+		if (id->v[i].ino == ino)
+			return id->v[i].path;
+	return NULL;
+}
+
+/* Whether got line g is, by the identity of its directory, what some state
+ * had: replay puts a logged name into its directory by inode number, and a
+ * directory the log did not rename keeps the name it had at the commit c,
+ * so a name can show up under a directory path no state had (a file moved
+ * into a directory that was itself renamed, the file then logged). */
+static bool by_dir_identity(const struct ex *x, size_t c, const struct lines *st, size_t nst,
+			    const struct mline *g)
+{
+	if (!x->ids || g->plen < 2)
+		return false;
+	size_t pl = parent_len(g->path, g->plen);
+	const char *name = g->path + pl + (pl > 1);
+	size_t nl = g->plen - (size_t)(name - g->path);
+	char *pp = strndup(g->path, pl);
+	if (!pp)
+		return false;
+	uint32_t dir = model_ino_find(x->ids[c].v, x->ids[c].n, pp);
+	free(pp);
+	bool ok = false;
+	for (size_t j = 0; dir != MODEL_NO_INO && j < nst && !ok; j++) {
+		const char *dp = path_of(&x->ids[c + j], dir);
+		if (!dp || (strlen(dp) == pl && !memcmp(dp, g->path, pl)))
+			continue; /* gone, or where it was: the path rules judged it */
+		char *q = NULL;
+		if (asprintf(&q, "%s/%.*s", strcmp(dp, "/") ? dp : "", (int)nl, name) < 0)
+			return false;
+		const struct mline *m = find(&st[j], q, strlen(q));
+		uint32_t ino = model_ino_find(x->ids[c + j].v, x->ids[c + j].n, q);
+		ok = m && (loose_ok(m, g) || mix_of(x, c, st, nst, g, ino));
+		free(q);
+	}
+	return ok;
+}
+
+static bool exists_only_mix(const struct ex *x, size_t c, const struct lines *st, size_t nst,
+			    const struct mline *g)
+{
+	if (!x->ids)
+		return false;
+	char *p = strndup(g->path, g->plen);
+	if (!p)
+		return false;
+	uint32_t inos[8];
+	size_t ni = 0;
+	for (size_t j = 0; j < nst && ni < 8; j++) {
+		uint32_t i = model_ino_find(x->ids[c + j].v, x->ids[c + j].n, p);
+		bool seen = i == MODEL_NO_INO;
+		for (size_t q = 0; q < ni && !seen; q++)
+			seen = inos[q] == i;
+		if (!seen)
+			inos[ni++] = i;
+	}
+	free(p);
+	bool ok = false;
+	for (size_t q = 0; q < ni && !ok; q++)
+		ok = mix_of(x, c, st, nst, g, inos[q]);
+	return ok;
+}
+
 /* Whether got can be snaps[c] with the log of the sync at op s replayed on
  * top (st[0..nst): the parsed states snaps[c..s+1]): 1, 0, -1. */
+/* A link or rename at op k of an inode a sync since c logged relogs it
+ * (btrfs_log_new_name): the promises on every name it had before or after
+ * op k are taken back; exists_only_mix judges what replay shows there. */
+static int unpromise_relogged(const struct ex *x, size_t c, size_t k, struct promises *ps)
+{
+	const struct wl_op *op = &x->w->ops[k];
+	if (!x->ids || (op->kind != WL_LINK && op->kind != WL_RENAME))
+		return 0;
+	uint32_t ino = model_ino_find(x->ids[k].v, x->ids[k].n, op->path);
+	bool logged = false;
+	for (size_t j = c; j < k && ino != MODEL_NO_INO && !logged; j++)
+		logged = x->spans[j].log_sync && x->spans[j].ino == ino;
+	for (size_t i = 0; logged && i < ps->n;) {
+		char *p = strndup(ps->v[i].path, ps->v[i].plen);
+		if (!p)
+			return -1;
+		bool named = model_ino_find(x->ids[k].v, x->ids[k].n, p) == ino ||
+			     model_ino_find(x->ids[k + 1].v, x->ids[k + 1].n, p) == ino;
+		free(p);
+		if (named)
+			ps->v[i] = ps->v[--ps->n];
+		else
+			i++;
+	}
+	return 0;
+}
+
 static int judge(const struct ex *x, size_t c, size_t s, const struct lines *st, size_t nst,
 		 const struct lines *got)
 {
@@ -368,9 +513,11 @@ static int judge(const struct ex *x, size_t c, size_t s, const struct lines *st,
 		const struct wl_op *op = &x->w->ops[k];
 		if (x->spans[k].log_sync && promises_of(x, c, k, &st[0], &st[k + 1 - c], &ps))
 			r = -1;
-		else if ((op->kind == WL_RENAME || op->kind == WL_UNLINK || op->kind == WL_RMDIR) &&
+		else if ((op->kind == WL_RENAME || op->kind == WL_UNLINK || op->kind == WL_RMDIR ||
+			  op->kind == WL_LINK) &&
 			 !x->res->results[k] &&
-			 (unpromise(&ps, op->path) || (op->kind == WL_RENAME && unpromise(&ps, op->path2))))
+			 (unpromise(&ps, op->path) || (op->kind == WL_RENAME && unpromise(&ps, op->path2)) ||
+			  unpromise_relogged(x, c, k, &ps)))
 			r = -1;
 	}
 	if (r > 0)
@@ -408,6 +555,12 @@ static int judge(const struct ex *x, size_t c, size_t s, const struct lines *st,
 		for (size_t j = 0; j < nst && named && !ok; j++)
 			for (size_t i2 = 0; i2 < st[j].n && !ok; i2++)
 				ok = equal_but(&st[j].v[i2], g, skip);
+		/* Or an inode logged "exists only": data of one state,
+		 * attributes of another. */
+		if (!ok)
+			ok = exists_only_mix(x, c, st, nst, g);
+		if (!ok)
+			ok = by_dir_identity(x, c, st, nst, g);
 		r = ok;
 		if (!r && getenv("BTRSIM_LOG_ORACLE_VERBOSE"))
 			fprintf(stderr, "unpromised %.*s in no state\n", (int)g->len, g->line);

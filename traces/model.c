@@ -243,7 +243,7 @@ static int ino_free_slot(struct model *m, uint32_t *out)
 		m->ino = t;
 		m->cap = cap;
 	}
-	m->hint = i;
+	m->hint = i + 1; /* taken: numbers are never reused */
 	*out = i;
 	return 0;
 }
