@@ -373,6 +373,39 @@ Test(log, a_name_removed_since_the_commit_stays_removed_after_fsync)
 	sim_volume_close(vol);
 }
 
+/* Two directories of the commit swapped (RENAME_EXCHANGE), one fsynced:
+ * its new name is the other's name at the commit, so replay would unlink
+ * the other to make room; the other is logged too (log_conflicts.c), and
+ * both come back under their new names with what they hold. */
+Test(log, a_name_the_commit_gave_to_another_inode_logs_that_inode_too)
+{
+	sim_volume *vol;
+	ref_fs *fs = fresh(&vol);
+	WU_OK(fs, ref_mkdir(fs, "/a", 0755));
+	WU_OK(fs, ref_create(fs, "/a/kept", 0644));
+	put(fs, "/a/kept", 5000, 6, 0);
+	WU_OK(fs, ref_mkdir(fs, "/b", 0700));
+	WU_OK(fs, ref_sync(fs));
+	WU_OK(fs, ref_rename(fs, "/a", "/b", RENAME_EXCHANGE));
+	WU_OK(fs, ref_fsync(fs, "/b")); /* the old /a, with kept */
+	struct ref_log_stats ls;
+	ref_log_stats(fs, &ls);
+	cr_assert_eq(ls.log_syncs, 1, "logged, not committed");
+	sim_volume *c = crashed(vol);
+	ref_fs *rd = open_ro(c, false, NULL);
+	expect_pat(rd, "/b/kept", 5000, 6);
+	struct ref_stat st;
+	cr_assert_eq(ref_stat_path(rd, "/a", false, &st), 0, "the other directory was lost");
+	cr_assert_eq(st.mode & 07777, 0700);
+	cr_assert_eq(ref_stat_path(rd, "/b", false, &st), 0);
+	cr_assert_eq(st.mode & 07777, 0755);
+	ref_close(rd);
+	wu_expect_clean(c);
+	sim_volume_close(c);
+	WU_OK(fs, ref_umount(fs));
+	sim_volume_close(vol);
+}
+
 Test(log, a_hard_link_made_now_is_replayed_with_the_file)
 {
 	sim_volume *vol;
