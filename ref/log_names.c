@@ -174,10 +174,13 @@ void log_note_new_name(ref_fs *fs, const struct ref_ino *target, uint8_t type,
 			r = add_range(fs, s, old_dir->ino, old_index);
 	}
 	/* btrfs_log_inode_parent in LOG_INODE_EXISTS: the names, the old
-	 * parents of a file, the new directories above. */
+	 * parents of an inode with last_unlink_trans (a file always here; a
+	 * directory moved to another parent: else replay leaves its old entry
+	 * and it has two names), the new directories above. */
+	const struct log_ino *tl = log_ino_get(fs, target, false);
 	if (!r)
 		r = relog_names(fs, s, target);
-	if (!r && type != BTRFS_FT_DIR)
+	if (!r && (type != BTRFS_FT_DIR || (tl && tl->unlinked)))
 		r = log_all_parents(fs, s, target, &why);
 	if (!r)
 		r = log_new_ancestors(fs, s, target, &why);

@@ -331,10 +331,9 @@ static int promises_of(const struct ex *x, size_t c, size_t k, const struct line
 	return x->ids ? stale_names(x, c, k, after, ps) : 0;
 }
 
-/* Drops the promises on raw path and below it: a name moved or removed
- * after the sync that promised it (what was promised of the inode, the
- * log still holds, but under which name is the log's business). */
-static int unpromise(struct promises *ps, const char *raw)
+/* A workload path as the description writes it (escaped, no "." or
+ * empty components), malloc'd; NULL when out of memory. */
+static char *norm_path(const char *raw)
 {
 	char *p = strdup("/");
 	for (const char *c = raw; p && *c;) {
@@ -346,6 +345,15 @@ static int unpromise(struct promises *ps, const char *raw)
 		}
 		c += l + (c[l] == '/');
 	}
+	return p;
+}
+
+/* Drops the promises on raw path and below it: a name moved or removed
+ * after the sync that promised it (what was promised of the inode, the
+ * log still holds, but under which name is the log's business). */
+static int unpromise(struct promises *ps, const char *raw)
+{
+	char *p = norm_path(raw);
 	if (!p)
 		return -1;
 	size_t pl = strlen(p);
@@ -477,19 +485,32 @@ static bool exists_only_mix(const struct ex *x, size_t c, const struct lines *st
 
 /* Whether got can be snaps[c] with the log of the sync at op s replayed on
  * top (st[0..nst): the parsed states snaps[c..s+1]): 1, 0, -1. */
-/* A link or rename at op k of an inode a sync since c logged relogs it
- * (btrfs_log_new_name): the promises on every name it had before or after
- * op k are taken back; exists_only_mix judges what replay shows there. */
-static int unpromise_relogged(const struct ex *x, size_t c, size_t k, struct promises *ps)
+/* Drops the promises on the directories above path that the commit
+ * (base) lacked. */
+static int unpromise_new_ancestors(struct promises *ps, const struct lines *base, const char *path)
 {
-	const struct wl_op *op = &x->w->ops[k];
-	if (!x->ids || (op->kind != WL_LINK && op->kind != WL_RENAME))
-		return 0;
-	uint32_t ino = model_ino_find(x->ids[k].v, x->ids[k].n, op->path);
-	bool logged = false;
-	for (size_t j = c; j < k && ino != MODEL_NO_INO && !logged; j++)
-		logged = x->spans[j].log_sync && x->spans[j].ino == ino;
-	for (size_t i = 0; logged && i < ps->n;) {
+	char *p = strdup(path);
+	if (!p)
+		return -1;
+	for (size_t pl = parent_len(p, strlen(p)); pl > 1; pl = parent_len(p, pl)) {
+		p[pl] = 0;
+		if (find(base, p, pl))
+			break;
+		for (size_t i = 0; i < ps->n;) {
+			if (ps->v[i].plen == pl && !memcmp(ps->v[i].path, p, pl))
+				ps->v[i] = ps->v[--ps->n];
+			else
+				i++;
+		}
+	}
+	free(p);
+	return 0;
+}
+
+/* Drops the promises on every name object ino has before or after op k. */
+static int unpromise_object(const struct ex *x, size_t k, uint32_t ino, struct promises *ps)
+{
+	for (size_t i = 0; ino != MODEL_NO_INO && i < ps->n;) {
 		char *p = strndup(ps->v[i].path, ps->v[i].plen);
 		if (!p)
 			return -1;
@@ -502,6 +523,38 @@ static int unpromise_relogged(const struct ex *x, size_t c, size_t k, struct pro
 			i++;
 	}
 	return 0;
+}
+
+/* A link or rename at op k after a log sync since c: an inode the log
+ * holds is logged again "exists only" (btrfs_log_new_name), with the
+ * directories above its new name that the commit lacked.  The promises on
+ * every name of the inodes the op moved, and on those directories, are
+ * taken back; exists_only_mix judges what replay shows there. */
+static int unpromise_relogged(const struct ex *x, size_t c, size_t k, const struct lines *base,
+			      struct promises *ps)
+{
+	const struct wl_op *op = &x->w->ops[k];
+	if (!x->ids || (op->kind != WL_LINK && op->kind != WL_RENAME))
+		return 0;
+	bool synced = false;
+	for (size_t j = c; j < k && !synced; j++)
+		synced = x->spans[j].log_sync;
+	if (!synced)
+		return 0;
+	bool exchange = op->kind == WL_RENAME && op->flags & WL_RENAME_EXCHANGE;
+	char *a = norm_path(op->path), *b = norm_path(op->path2);
+	int r = a && b ? 0 : -1;
+	if (!r)
+		r = unpromise_object(x, k, model_ino_find(x->ids[k].v, x->ids[k].n, a), ps);
+	if (!r && exchange)
+		r = unpromise_object(x, k, model_ino_find(x->ids[k].v, x->ids[k].n, b), ps);
+	if (!r)
+		r = unpromise_new_ancestors(ps, base, b);
+	if (!r && exchange)
+		r = unpromise_new_ancestors(ps, base, a);
+	free(a);
+	free(b);
+	return r;
 }
 
 static int judge(const struct ex *x, size_t c, size_t s, const struct lines *st, size_t nst,
@@ -517,7 +570,7 @@ static int judge(const struct ex *x, size_t c, size_t s, const struct lines *st,
 			  op->kind == WL_LINK) &&
 			 !x->res->results[k] &&
 			 (unpromise(&ps, op->path) || (op->kind == WL_RENAME && unpromise(&ps, op->path2)) ||
-			  unpromise_relogged(x, c, k, &ps)))
+			  unpromise_relogged(x, c, k, &st[0], &ps)))
 			r = -1;
 	}
 	if (r > 0)
