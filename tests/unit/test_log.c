@@ -406,6 +406,38 @@ Test(log, a_name_the_commit_gave_to_another_inode_logs_that_inode_too)
 	sim_volume_close(vol);
 }
 
+/* A directory the log holds, moved to another parent, then any log sync:
+ * replay gives it the new name only (its old parent is logged whole, as
+ * btrfs_log_all_parents does), never two names. */
+Test(log, a_logged_directory_moved_elsewhere_has_one_name_after_replay)
+{
+	sim_volume *vol;
+	ref_fs *fs = fresh(&vol);
+	WU_OK(fs, ref_mkdir(fs, "/a", 0755));
+	WU_OK(fs, ref_mkdir(fs, "/b", 0755));
+	WU_OK(fs, ref_mkdir(fs, "/a/d", 0755));
+	WU_OK(fs, ref_create(fs, "/a/d/f", 0644));
+	put(fs, "/a/d/f", 2000, 7, 0);
+	WU_OK(fs, ref_sync(fs));
+	WU_OK(fs, ref_create(fs, "/a/d/g", 0644));
+	WU_OK(fs, ref_fsync(fs, "/a/d"));
+	WU_OK(fs, ref_rename(fs, "/a/d", "/b/d2", 0));
+	WU_OK(fs, ref_create(fs, "/x", 0644));
+	WU_OK(fs, ref_fsync(fs, "/x"));
+	struct ref_log_stats ls;
+	ref_log_stats(fs, &ls);
+	cr_assert_eq(ls.full_commits, 0, "logged, not committed");
+	sim_volume *c = crashed(vol);
+	ref_fs *rd = open_ro(c, false, NULL);
+	expect_pat(rd, "/b/d2/f", 2000, 7);
+	expect_absent(rd, "/a/d");
+	ref_close(rd);
+	wu_expect_clean(c);
+	sim_volume_close(c);
+	WU_OK(fs, ref_umount(fs));
+	sim_volume_close(vol);
+}
+
 Test(log, a_hard_link_made_now_is_replayed_with_the_file)
 {
 	sim_volume *vol;
