@@ -172,6 +172,7 @@ struct rw_state {
 	struct u64map dref_idx;
 	struct rset pinned; /* freed in this transaction: reusable once it is durable */
 	bool fst_converted; /* this mount built the free-space tree (fst_convert.c) */
+	uint64_t orphans_cleaned; /* orphan items this mount removed (orphan.c) */
 	struct rw_pending_chunk *pending;
 	size_t npending, pending_cap;
 	struct rw_dev *devs;

@@ -44,6 +44,12 @@ int ref_mount(sim_volume *vol, const struct ref_mount_opts *o, ref_fs **out, cha
 		ref_close(fs);
 		return r;
 	}
+	/* Files unlinked while open when the power went: gone now. */
+	if ((r = orphan_cleanup(fs))) {
+		snprintf(err, errlen, "orphan cleanup: %s", fs->err);
+		ref_close(fs);
+		return r;
+	}
 	*out = fs;
 	return 0;
 }
