@@ -3,8 +3,9 @@
  * for writing: a file unlinked while a process still had it open keeps its
  * inode, with no name, and an ORPHAN_ITEM (key ORPHAN_OBJECTID ORPHAN_ITEM
  * ino) in its subvolume's tree until the last close; power lost before then
- * leaves both on disk.  Each writable subvolume's orphans are dealt with as
- * the kernel's mount does: an inode without links is deleted with its data
+ * leaves both on disk.  Before the first change of a mount for writing
+ * (vfs_begin), each writable subvolume's orphans are dealt with as the
+ * kernel's orphan cleanup of a root before its first use does: an inode without links is deleted with its data
  * (its extents freed at the commit), an orphan item whose inode is gone or
  * still linked (a truncate the kernel had not finished) is removed.  Deleted
  * subvolumes' orphan items, in the root tree, are the cleaner's (cleaner.c).

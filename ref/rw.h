@@ -173,6 +173,7 @@ struct rw_state {
 	struct rset pinned; /* freed in this transaction: reusable once it is durable */
 	bool fst_converted; /* this mount built the free-space tree (fst_convert.c) */
 	uint64_t orphans_cleaned; /* orphan items this mount removed (orphan.c) */
+	bool orphans_done;        /* orphan.c ran (at the first change of the mount) */
 	struct rw_pending_chunk *pending;
 	size_t npending, pending_cap;
 	struct rw_dev *devs;

@@ -60,8 +60,18 @@ const char *ref_super_fields_invalid(const struct btrfs_super_disk *sb)
 		return "root or chunk root is zero";
 	if (!LE64(sb->num_devices))
 		return "num_devices is zero";
-	if (memcmp(sb->fsid, sb->dev_item.fsid, BTRFS_FSID_BYTES) &&
-	    !(LE64(sb->incompat_flags) & BTRFS_FEATURE_INCOMPAT_METADATA_UUID))
-		return "dev_item fsid differs from the superblock fsid";
+	/* btrfs_validate_super's: each of these fails the kernel's mount. */
+	if (LE32(sb->leafsize) != ns)
+		return "leafsize differs from nodesize";
+	if (LE32(sb->stripesize) != ss)
+		return "stripesize differs from sectorsize";
+	if (LE64(sb->bytes_used) < 6 * (uint64_t)ns)
+		return "bytes_used is below six tree blocks";
+	if (LE32(sb->sys_chunk_array_size) < sizeof(struct btrfs_disk_key) + sizeof(struct btrfs_chunk))
+		return "sys_chunk_array_size is below one chunk item";
+	bool meta_uuid = LE64(sb->incompat_flags) & BTRFS_FEATURE_INCOMPAT_METADATA_UUID;
+	if (memcmp(meta_uuid ? sb->metadata_uuid : sb->fsid, sb->dev_item.fsid, BTRFS_FSID_BYTES))
+		return meta_uuid ? "dev_item fsid differs from the superblock metadata_uuid"
+				 : "dev_item fsid differs from the superblock fsid";
 	return NULL;
 }

@@ -44,12 +44,6 @@ int ref_mount(sim_volume *vol, const struct ref_mount_opts *o, ref_fs **out, cha
 		ref_close(fs);
 		return r;
 	}
-	/* Files unlinked while open when the power went: gone now. */
-	if ((r = orphan_cleanup(fs))) {
-		snprintf(err, errlen, "orphan cleanup: %s", fs->err);
-		ref_close(fs);
-		return r;
-	}
 	*out = fs;
 	return 0;
 }
@@ -93,6 +87,14 @@ int vfs_begin(ref_fs *fs, unsigned items, bool deleting)
 	int r = rw_check_writable(fs);
 	if (r)
 		return r;
+	/* Files unlinked while open when the power went go before the first
+	 * change, as the kernel's orphan cleanup of a root before its first
+	 * use (orphan.c calls back here: the flag is set first). */
+	if (!fs->rw->orphans_done) {
+		fs->rw->orphans_done = true;
+		if ((r = orphan_cleanup(fs)))
+			return r;
+	}
 	fs->rw->time_ns += 1000;
 	r = vfs_reserve(fs, items, deleting);
 	fs->rw->op_mark = fs->rw->mods;

@@ -51,8 +51,8 @@ int vfs_new_name(ref_fs *fs, const char *path, struct vfs_name *n);
 /* inode.c */
 int inode_read(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_item *ii);
 int inode_write(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_item *ii);
-/* orphan.c: the kernel's orphan cleanup of every writable subvolume, at a
- * mount for writing (in the running transaction). */
+/* orphan.c: the kernel's orphan cleanup of every writable subvolume, before
+ * the first change of a mount for writing (vfs_begin; in its transaction). */
 int orphan_cleanup(ref_fs *fs);
 /* A new inode in subvol (number, item inserted). */
 int inode_create(ref_fs *fs, uint64_t subvol, uint32_t mode, struct ref_ino *out,
