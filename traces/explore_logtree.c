@@ -458,6 +458,55 @@ static bool by_dir_identity(const struct ex *x, size_t c, const struct lines *st
 	return ok;
 }
 
+/* Whether got line g's path can be reached entry by entry, each directory's
+ * entry as some state had it (replay brings names into directories by
+ * inode, whatever names those directories have now), to an object whose
+ * line in some state g shows, loosely or as an "exists only" mix. */
+static bool by_entries(const struct ex *x, size_t c, const struct lines *st, size_t nst,
+		       const struct mline *g)
+{
+	if (!x->ids || g->plen < 2)
+		return false;
+	enum { MAXC = 8 };
+	uint32_t cur[MAXC] = { 0 }; /* the root, ROOT */
+	size_t ncur = 1;
+	const char *p = g->path + 1, *end = g->path + g->plen;
+	bool ok = true;
+	while (ok && p < end) {
+		size_t l = strcspn(p, "/");
+		if (p + l > end)
+			l = (size_t)(end - p);
+		uint32_t next[MAXC];
+		size_t nn = 0;
+		for (size_t a = 0; a < ncur; a++)
+			for (size_t j = 0; j < nst && nn < MAXC; j++) {
+				const char *dp = path_of(&x->ids[c + j], cur[a]);
+				char *q = NULL;
+				if (!dp || asprintf(&q, "%s/%.*s", strcmp(dp, "/") ? dp : "", (int)l, p) < 0)
+					continue;
+				uint32_t o = model_ino_find(x->ids[c + j].v, x->ids[c + j].n, q);
+				free(q);
+				bool seen = o == MODEL_NO_INO;
+				for (size_t k = 0; k < nn && !seen; k++)
+					seen = next[k] == o;
+				if (!seen)
+					next[nn++] = o;
+			}
+		memcpy(cur, next, nn * sizeof(*cur));
+		ncur = nn;
+		ok = nn > 0;
+		p += l + 1;
+	}
+	for (size_t a = 0; ok && a < ncur; a++)
+		for (size_t j = 0; j < nst; j++) {
+			const char *op = path_of(&x->ids[c + j], cur[a]);
+			const struct mline *m = op ? find(&st[j], op, strlen(op)) : NULL;
+			if (m && (loose_ok(m, g) || mix_of(x, c, st, nst, g, cur[a])))
+				return true;
+		}
+	return false;
+}
+
 static bool exists_only_mix(const struct ex *x, size_t c, const struct lines *st, size_t nst,
 			    const struct mline *g)
 {
@@ -614,6 +663,8 @@ static int judge(const struct ex *x, size_t c, size_t s, const struct lines *st,
 			ok = exists_only_mix(x, c, st, nst, g);
 		if (!ok)
 			ok = by_dir_identity(x, c, st, nst, g);
+		if (!ok)
+			ok = by_entries(x, c, st, nst, g);
 		r = ok;
 		if (!r && getenv("BTRSIM_LOG_ORACLE_VERBOSE"))
 			fprintf(stderr, "unpromised %.*s in no state\n", (int)g->len, g->line);
@@ -626,6 +677,16 @@ static int judge(const struct ex *x, size_t c, size_t s, const struct lines *st,
 		bool gone = false;
 		for (size_t j = 1; j < nst && !gone; j++)
 			gone = !find(&st[j], b->path, b->plen);
+		/* Or a name another object took since: the commit's object lost
+		 * it, and replay unlinks the names a logged inode's log lacks
+		 * (unlink_old_inode_refs) whoever has them now. */
+		if (!gone && x->ids) {
+			char *p = strndup(b->path, b->plen);
+			uint32_t was = p ? model_ino_find(x->ids[c].v, x->ids[c].n, p) : MODEL_NO_INO;
+			for (size_t j = 1; p && j < nst && !gone; j++)
+				gone = model_ino_find(x->ids[c + j].v, x->ids[c + j].n, p) != was;
+			free(p);
+		}
 		r = gone;
 		if (!r && getenv("BTRSIM_LOG_ORACLE_VERBOSE"))
 			fprintf(stderr, "%.*s missing\n", (int)b->len, b->line);
