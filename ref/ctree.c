@@ -627,6 +627,25 @@ int bt_new_tree(ref_fs *fs, uint64_t id, struct rw_tree **out)
 	return 0;
 }
 
+int bt_new_tree_rooted(ref_fs *fs, uint64_t id, struct rw_tree **out)
+{
+	struct rw_tree *rt;
+	int r;
+	if ((r = bt_new_tree(fs, id, out)) || (r = rw_tree_get(fs, BTRFS_ROOT_TREE_OBJECTID, &rt)))
+		return r;
+	struct btrfs_root_item ri;
+	memset(&ri, 0, sizeof(ri));
+	ri.inode.generation = htole64(1);
+	ri.inode.nlink = htole32(1);
+	ri.inode.mode = htole32(040755);
+	ri.generation = ri.generation_v2 = htole64(fs->rw->transid);
+	ri.bytenr = htole64((*out)->root.bytenr);
+	ri.refs = htole32(1);
+	ri.bytes_used = htole64(fs->nodesize);
+	struct ref_key key = { id, BTRFS_ROOT_ITEM_KEY, 0 };
+	return bt_insert_data(fs, rt, &key, &ri, sizeof(ri));
+}
+
 int bt_snapshot_root(ref_fs *fs, struct rw_tree *src, uint64_t id, struct rw_tree **out)
 {
 	/* The source's root is made this transaction's own first, so that the

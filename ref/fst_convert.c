@@ -56,22 +56,9 @@ static int remove_used(ref_fs *fs, void *ctx, uint64_t start, uint64_t len)
 /* The tree, one FREE_SPACE_INFO per block group and its free extents. */
 static int build_tree(ref_fs *fs)
 {
-	struct rw_tree *t, *rt;
-	int r;
-	if ((r = bt_new_tree(fs, BTRFS_FREE_SPACE_TREE_OBJECTID, &t)) ||
-	    (r = rw_tree_get(fs, BTRFS_ROOT_TREE_OBJECTID, &rt)))
-		return r;
-	struct btrfs_root_item ri;
-	memset(&ri, 0, sizeof(ri));
-	ri.inode.generation = htole64(1);
-	ri.inode.nlink = htole32(1);
-	ri.inode.mode = htole32(040755);
-	ri.generation = ri.generation_v2 = htole64(fs->rw->transid);
-	ri.bytenr = htole64(t->root.bytenr);
-	ri.refs = htole32(1);
-	ri.bytes_used = htole64(fs->nodesize);
-	struct ref_key key = { BTRFS_FREE_SPACE_TREE_OBJECTID, BTRFS_ROOT_ITEM_KEY, 0 };
-	if ((r = bt_insert_data(fs, rt, &key, &ri, sizeof(ri))))
+	struct rw_tree *t;
+	int r = bt_new_tree_rooted(fs, BTRFS_FREE_SPACE_TREE_OBJECTID, &t);
+	if (r)
 		return r;
 	/* Each group whole, less what the extent tree uses (the blocks this
 	 * transaction allocates follow at the commit, as always). */

@@ -675,21 +675,8 @@ static int create_quota_tree(ref_fs *fs)
 		q->groups[i].is_new = true;
 	if (r || (r = rescan(fs, q)))
 		return r;
-	struct rw_tree *t, *rt;
-	if ((r = bt_new_tree(fs, BTRFS_QUOTA_TREE_OBJECTID, &t)) ||
-	    (r = rw_tree_get(fs, BTRFS_ROOT_TREE_OBJECTID, &rt)))
-		return r;
-	struct btrfs_root_item ri;
-	memset(&ri, 0, sizeof(ri));
-	ri.inode.generation = htole64(1);
-	ri.inode.nlink = htole32(1);
-	ri.inode.mode = htole32(040755);
-	ri.generation = ri.generation_v2 = htole64(fs->rw->transid);
-	ri.bytenr = htole64(t->root.bytenr);
-	ri.refs = htole32(1);
-	ri.bytes_used = htole64(fs->nodesize);
-	struct ref_key key = { BTRFS_QUOTA_TREE_OBJECTID, BTRFS_ROOT_ITEM_KEY, 0 };
-	return bt_insert_data(fs, rt, &key, &ri, sizeof(ri));
+	struct rw_tree *t;
+	return bt_new_tree_rooted(fs, BTRFS_QUOTA_TREE_OBJECTID, &t);
 }
 
 int ref_qgroup_enable(ref_fs *fs)

@@ -320,6 +320,9 @@ int bt_peek(ref_fs *fs, const struct ref_root *root, const struct ref_key *key, 
 uint32_t bt_max_item(const ref_fs *fs);
 /* A new tree `id`: one empty leaf (its root item is the caller's). */
 int bt_new_tree(ref_fs *fs, uint64_t id, struct rw_tree **out);
+/* The same with its ROOT_ITEM in the root tree, as btrfs_create_tree makes
+ * one for a tree of the file system (quota, free-space). */
+int bt_new_tree_rooted(ref_fs *fs, uint64_t id, struct rw_tree **out);
 /* A snapshot of src as tree `id`: src's root is COWed, copied as id's root
  * (a new block), and everything below gains a reference from id. */
 int bt_snapshot_root(ref_fs *fs, struct rw_tree *src, uint64_t id, struct rw_tree **out);

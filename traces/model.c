@@ -1525,22 +1525,29 @@ static int add_object(struct walk *w, const char *path, uint32_t ino)
 	return mf_add(&w->mf, &o);
 }
 
-/* Everything below directory ino, whose escaped path is path. */
-static int walk_dir(struct walk *w, const char *path, uint32_t ino)
+/* Calls fn with every object below directory ino (whose escaped path is
+ * path) and its escaped path, parents before their entries. */
+static int walk_below(const struct model *m, const char *path, uint32_t ino,
+		      int (*fn)(void *ctx, const char *path, uint32_t ino), void *ctx)
 {
-	const struct minode *d = w->m->ino[ino];
+	const struct minode *d = m->ino[ino];
 	int r = 0;
 	for (size_t i = 0; i < d->nents && !r; i++) {
 		char *sub = mf_path_join(path, d->ents[i].name, strlen(d->ents[i].name));
 		if (!sub)
 			return -ENOMEM;
 		uint32_t c = d->ents[i].ino;
-		r = add_object(w, sub, c);
-		if (!r && S_ISDIR(w->m->ino[c]->mode))
-			r = walk_dir(w, sub, c);
+		r = fn(ctx, sub, c);
+		if (!r && S_ISDIR(m->ino[c]->mode))
+			r = walk_below(m, sub, c, fn, ctx);
 		free(sub);
 	}
 	return r;
+}
+
+static int add_object_fn(void *w, const char *path, uint32_t ino)
+{
+	return add_object(w, path, ino);
 }
 
 char *model_describe(const struct model *m)
@@ -1550,7 +1557,7 @@ char *model_describe(const struct model *m)
 	size_t len = 0;
 	int r = add_object(&w, "/", ROOT);
 	if (!r)
-		r = walk_dir(&w, "/", ROOT);
+		r = walk_below(m, "/", ROOT, add_object_fn, &w);
 	FILE *f = r ? NULL : open_memstream(&out, &len);
 	if (f) {
 		r = mf_print(&w.mf, f); /* sorted as manifest sorts */
@@ -1568,13 +1575,13 @@ char *model_describe(const struct model *m)
 /* ---- Identities ----------------------------------------------------------- */
 
 struct inos {
-	const struct model *m;
 	struct model_ino *v;
 	size_t n, cap;
 };
 
-static int inos_add(struct inos *w, const char *path, uint32_t ino)
+static int inos_add(void *ctx, const char *path, uint32_t ino)
 {
+	struct inos *w = ctx;
 	if (w->n == w->cap) {
 		size_t cap = w->cap ? 2 * w->cap : 64;
 		struct model_ino *v = realloc(w->v, cap * sizeof(*v));
@@ -1589,23 +1596,6 @@ static int inos_add(struct inos *w, const char *path, uint32_t ino)
 	return 0;
 }
 
-static int inos_dir(struct inos *w, const char *path, uint32_t ino)
-{
-	const struct minode *d = w->m->ino[ino];
-	int r = 0;
-	for (size_t i = 0; i < d->nents && !r; i++) {
-		char *sub = mf_path_join(path, d->ents[i].name, strlen(d->ents[i].name));
-		if (!sub)
-			return -ENOMEM;
-		uint32_t c = d->ents[i].ino;
-		r = inos_add(w, sub, c);
-		if (!r && S_ISDIR(w->m->ino[c]->mode))
-			r = inos_dir(w, sub, c);
-		free(sub);
-	}
-	return r;
-}
-
 static int cmp_ino_path(const void *a, const void *b)
 {
 	return strcmp(((const struct model_ino *)a)->path, ((const struct model_ino *)b)->path);
@@ -1613,10 +1603,10 @@ static int cmp_ino_path(const void *a, const void *b)
 
 int model_inos(const struct model *m, struct model_ino **out, size_t *n)
 {
-	struct inos w = { .m = m };
+	struct inos w = { 0 };
 	int r = inos_add(&w, "/", ROOT);
 	if (!r)
-		r = inos_dir(&w, "/", ROOT);
+		r = walk_below(m, "/", ROOT, inos_add, &w);
 	if (r) {
 		model_inos_free(w.v, w.n);
 		return r;
