@@ -423,21 +423,26 @@ int log_new_ancestors(ref_fs *fs, struct log_sub *s, const struct ref_ino *in,
 		struct ref_ino dir = { in->subvol, par[i] };
 		for (int depth = 0; !r && depth < 4096; depth++) {
 			struct btrfs_inode_item ii;
-			if (dir.ino == in->ino || (r = inode_read(fs, &dir, &ii)))
+			if (vfs_is_standin(&dir) || (dir.ino == in->ino && dir.subvol == in->subvol) ||
+			    (r = inode_read(fs, &dir, &ii)))
 				break;
 			const struct log_ino *li = log_ino_get(fs, &dir, false);
 			if (li && li->moved) {
-				/* Replay would put the names below it under its old one. */
+				/* Replay would put the names below it under its old
+				 * one: here, or above the subvolume, where the log of
+				 * this subvolume cannot reach. */
 				*why = REF_LOG_FULL_DIR_UNLINK;
 				r = 1;
 				break;
 			}
-			if (LE64(ii.generation) == fs->rw->transid && (r = log_exists(fs, s, &dir)))
+			if (dir.subvol == in->subvol && LE64(ii.generation) == fs->rw->transid &&
+			    (r = log_exists(fs, s, &dir)))
 				break;
 			struct ref_ino up;
-			if (dir.ino == BTRFS_FIRST_FREE_OBJECTID || (r = vfs_dotdot(fs, &dir, &up)))
+			if ((dir.ino == BTRFS_FIRST_FREE_OBJECTID && dir.subvol == BTRFS_FS_TREE_OBJECTID) ||
+			    (r = vfs_dotdot(fs, &dir, &up)))
 				break;
-			if (up.subvol != dir.subvol || up.ino == dir.ino)
+			if (up.subvol == dir.subvol && up.ino == dir.ino)
 				break;
 			dir = up;
 		}

@@ -232,6 +232,25 @@ run explore-stale-names 0 "$BTRSIM" explore "$T/w10.wl"
 out_has ' 0 violations$'
 done_check
 
+# An fsync inside a snapshot whose directory in the parent subvolume moved
+# in this transaction commits (the subvolume's log cannot reach above it):
+# every crash state has the file where the model has it.
+cat >"$T/w11.wl" <<'W'
+mkdir /d0
+snapshot / /d0/s3
+mkdir /d0/d2
+snapshot /d0/s3 /d0/d2/s3
+rename /d0/d2 /d3 noreplace
+mkdir /d3/s3/d4
+create /d3/s3/d4/f4
+write /d3/s3/d4/f4 0 3000 1
+link /d3/s3/d4/f4 /d3/s3/d4/f0
+fdatasync /d3/s3/d4/f0
+W
+run explore-fsync-below-moved-subvolume-parent 0 "$BTRSIM" explore "$T/w11.wl"
+out_has ' 0 violations$'
+done_check
+
 # Directory fsyncs (traces/README.md): new entries there, removed ones gone,
 # entries of the commit kept; renames within and out of a logged directory,
 # a hard link's other name fsynced after one was unlinked.
