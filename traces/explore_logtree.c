@@ -308,12 +308,16 @@ static int promises_of(const struct ex *x, size_t c, size_t k, const struct line
 		const struct mline *m = find(after, p, l);
 		if (m && promise(ps, p, l, P_EXACT, m))
 			return -1;
-		/* Directories above it that the last commit did not have. */
+		/* Directories above it that the last commit did not have:
+		 * there, as directories.  Their mode and owner are what a
+		 * sync logged them with: the kernel logs a new ancestor that
+		 * a sync of this transaction logged already only when its
+		 * xattrs changed (need_log_inode), so a chmod since stays out. */
 		for (size_t pl = parent_len(p, l); m && pl > 1; pl = parent_len(p, pl)) {
 			if (find(base, p, pl))
 				break;
 			const struct mline *d = find(after, p, pl);
-			if (d && promise(ps, p, pl, P_EXACT, d))
+			if (d && promise(ps, p, pl, P_TYPE, d))
 				return -1;
 		}
 		/* A directory: its names then, and none it lost since the commit. */
