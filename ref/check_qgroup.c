@@ -1,7 +1,8 @@
 /*
  * check_qgroup.c - the checker's quota-group pass: the numbers the quota
  * tree holds against a recount from scratch, as btrfs check's qgroup
- * verification does.  Numbers a kernel marked inconsistent (stale until a
+ * verification does, at every level (a group above level 0 counted from the
+ * subvolumes below it).  Numbers a kernel marked inconsistent (stale until a
  * rescan) or left mid-rescan are not compared, as btrfs check does.
  */
 #include "ref/check.h"
@@ -48,13 +49,13 @@ int check_qgroups(struct check *ck)
 	if (stale)
 		fprintf(ck->out, "quota groups are marked inconsistent or mid-rescan: numbers not checked\n");
 	for (size_t i = 0; i < nhave && !stale; i++) {
-		if (btrfs_qgroup_level(have[i].id))
-			continue; /* (a higher level is the sum of its members: not kept by ref) */
 		const struct ref_qgroup *w = find(want, nwant, have[i].id);
 		uint64_t rfer = w ? w->rfer : 0, excl = w ? w->excl : 0;
 		if (have[i].rfer != rfer || have[i].excl != excl)
-			check_error(ck, "qgroup 0/%llu: referenced %llu exclusive %llu, counted %llu and %llu",
-				    (unsigned long long)have[i].id, (unsigned long long)have[i].rfer,
+			check_error(ck, "qgroup %u/%llu: referenced %llu exclusive %llu, counted %llu and %llu",
+				    btrfs_qgroup_level(have[i].id),
+				    (unsigned long long)(have[i].id & ((1ULL << BTRFS_QGROUP_LEVEL_SHIFT) - 1)),
+				    (unsigned long long)have[i].rfer,
 				    (unsigned long long)have[i].excl, (unsigned long long)rfer,
 				    (unsigned long long)excl);
 	}

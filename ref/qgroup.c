@@ -154,7 +154,7 @@ int ref_qgroup_recount(ref_fs *fs, struct ref_qgroup **out, size_t *n)
 
 /* ---- The groups of a mounted file system ---- */
 
-static struct qg_group *group_find(struct qg_state *q, uint64_t id)
+struct qg_group *qg_group_find(struct qg_state *q, uint64_t id)
 {
 	size_t lo = 0, hi = q->ngroups;
 	while (lo < hi) {
@@ -169,9 +169,9 @@ static struct qg_group *group_find(struct qg_state *q, uint64_t id)
 	return NULL;
 }
 
-static struct qg_group *group_add(ref_fs *fs, struct qg_state *q, uint64_t id)
+struct qg_group *qg_group_add(ref_fs *fs, struct qg_state *q, uint64_t id)
 {
-	struct qg_group *g = group_find(q, id);
+	struct qg_group *g = qg_group_find(q, id);
 	if (g)
 		return g;
 	if (GROW(q->groups, q->ngroups, q->groups_cap)) {
@@ -229,15 +229,19 @@ static int load_item(ref_fs *fs, struct qg_state *q, const struct ref_key *k, co
 					(unsigned long long)q->flags);
 		return 0;
 	}
-	if (k->type == BTRFS_QGROUP_RELATION_KEY || btrfs_qgroup_level(k->offset))
-		return ref_fail(fs, EROFS,
-				"quota group %u/%llu: groups above level 0 are not implemented for writing",
-				btrfs_qgroup_level(k->offset),
-				(unsigned long long)(k->offset & ((1ULL << BTRFS_QGROUP_LEVEL_SHIFT) - 1)));
+	if (k->type == BTRFS_QGROUP_RELATION_KEY) {
+		/* (child, RELATION, parent), as the kernel reads them; the
+		 * mirror item and a parent not above its child are passed over */
+		if (k->objectid < k->offset &&
+		    btrfs_qgroup_level(k->objectid) < btrfs_qgroup_level(k->offset) &&
+		    qg_rels_add(&q->rels, k->objectid, k->offset))
+			return ref_fail(fs, ENOMEM, "out of memory");
+		return 0;
+	}
 	if (k->type != BTRFS_QGROUP_INFO_KEY && k->type != BTRFS_QGROUP_LIMIT_KEY)
 		return 0;
 	struct ref_qgroup e = { 0 };
-	struct qg_group *g = group_add(fs, q, k->offset);
+	struct qg_group *g = qg_group_add(fs, q, k->offset);
 	int r = g ? decode_item(fs, k, d, size, &e) : -ENOMEM;
 	if (r)
 		return r;
@@ -283,10 +287,25 @@ int qg_load(ref_fs *fs)
 		return r;
 	if (!status)
 		return ref_fail(fs, EUCLEAN, "the quota tree has no status item");
+	/* A relation naming a group the tree does not hold is ignored, as the
+	 * kernel's "orphan qgroup relation". */
+	for (size_t i = 0; i < q->rels.n;) {
+		const struct ref_qgroup_rel *l = &q->rels.v[i];
+		if (qg_group_find(q, l->child) && qg_group_find(q, l->parent)) {
+			i++;
+			continue;
+		}
+		ref_log(fs, "orphan quota group relation %llx -> %llx ignored",
+			(unsigned long long)l->child, (unsigned long long)l->parent);
+		qg_rels_del(&q->rels, l->child, l->parent);
+	}
 	/* Numbers a rescan never finished, or that a kernel declared stale, are
 	 * counted again now: a rescan at mount. */
 	if (q->flags & (BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT | BTRFS_QGROUP_STATUS_FLAG_RESCAN)) {
 		ref_log(fs, "quota groups marked inconsistent: counted again at mount");
+		/* (and committed with the next commit, the unmount's at the
+		 * latest, the status item's flag cleared) */
+		fs->rw->in_txn = true;
 		return rescan(fs, q);
 	}
 	return 0;
@@ -301,6 +320,7 @@ void qg_free(ref_fs *fs)
 	free(q->extents);
 	free(q->snaps);
 	u64map_free(&q->extent_idx);
+	qg_rels_free(&q->rels);
 	free(q);
 	fs->rw->qg = NULL;
 }
@@ -388,33 +408,74 @@ static bool move(uint64_t *v, int64_t sign, uint64_t bytes)
 	return false;
 }
 
-/* Moves the groups' numbers by one extent's change of hands. */
-static void account_extent(ref_fs *fs, const struct qg_extent *e, const struct qg_roots *old,
-			   const struct qg_roots *new)
+/* A group an extent's change of hands moves: how many of the roots that
+ * reached the extent before (old) and reach it now (new) are at or below it. */
+struct tally {
+	uint64_t id;
+	uint32_t in_old, in_new;
+};
+
+struct tallies {
+	struct tally *v;
+	size_t n, cap;
+	struct qg_roots up; /* (scratch: one root's groups) */
+};
+
+/* Counts each root of set in its own group and in every group above it, each
+ * group once per root, as the kernel's qgroup_update_refcnt. */
+static int tally_roots(struct qg_state *q, const struct qg_roots *set, bool new, struct tallies *t)
 {
-	struct qg_state *q = fs->rw->qg;
-	for (int pass = 0; pass < 2; pass++) {
-		const struct qg_roots *set = pass ? new : old;
-		for (size_t i = 0; i < set->n; i++) {
-			uint64_t id = set->ids[i];
-			if (pass && qg_roots_has(old, id))
-				continue; /* (done in the first pass) */
-			struct qg_group *g = group_find(q, id);
-			if (!g)
-				continue;
-			int64_t rfer = (int64_t)qg_roots_has(new, id) - (int64_t)qg_roots_has(old, id);
-			int64_t excl = (int64_t)(new->n == 1 && new->ids[0] == id) -
-				       (int64_t)(old->n == 1 && old->ids[0] == id);
-			bool under_rfer = move(&g->rfer, rfer, e->num_bytes);
-			bool under_excl = move(&g->excl, excl, e->num_bytes);
-			if (under_rfer || under_excl) {
-				ref_log(fs, "qgroup 0/%llu: numbers below zero at extent %llu: marked inconsistent",
-					(unsigned long long)id, (unsigned long long)e->bytenr);
-				q->flags |= BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT;
+	for (size_t i = 0; i < set->n; i++) {
+		t->up.n = 0;
+		if (qg_roots_add(&t->up, set->ids[i]) ||
+		    (q->rels.n && qg_rels_up(&q->rels, set->ids[i], &t->up)))
+			return -ENOMEM;
+		for (size_t u = 0; u < t->up.n; u++) {
+			size_t k = 0;
+			while (k < t->n && t->v[k].id != t->up.ids[u])
+				k++;
+			if (k == t->n) {
+				if (GROW(t->v, t->n, t->cap))
+					return -ENOMEM;
+				t->v[t->n++] = (struct tally){ t->up.ids[u], 0, 0 };
 			}
-			g->dirty |= rfer || excl;
+			*(new ? &t->v[k].in_new : &t->v[k].in_old) += 1;
 		}
 	}
+	return 0;
+}
+
+/* Moves the groups' numbers by one extent's change of hands, as the kernel's
+ * qgroup_update_counters: a group references the extent while any root at
+ * or below it reaches it, and holds it as exclusive while every root that
+ * reaches it is at or below it. */
+static int account_extent(ref_fs *fs, const struct qg_extent *e, const struct qg_roots *old,
+			  const struct qg_roots *new, struct tallies *t)
+{
+	struct qg_state *q = fs->rw->qg;
+	t->n = 0;
+	if (tally_roots(q, old, false, t) || tally_roots(q, new, true, t))
+		return ref_fail(fs, ENOMEM, "out of memory");
+	for (size_t i = 0; i < t->n; i++) {
+		const struct tally *c = &t->v[i];
+		struct qg_group *g = qg_group_find(q, c->id);
+		if (!g)
+			continue;
+		int64_t rfer = (int64_t)(c->in_new > 0) - (int64_t)(c->in_old > 0);
+		int64_t excl = (int64_t)(c->in_new && c->in_new == new->n) -
+			       (int64_t)(c->in_old && c->in_old == old->n);
+		bool under_rfer = move(&g->rfer, rfer, e->num_bytes);
+		bool under_excl = move(&g->excl, excl, e->num_bytes);
+		if (under_rfer || under_excl) {
+			ref_log(fs, "qgroup %u/%llu: numbers below zero at extent %llu: marked inconsistent",
+				btrfs_qgroup_level(c->id),
+				(unsigned long long)(c->id & ((1ULL << BTRFS_QGROUP_LEVEL_SHIFT) - 1)),
+				(unsigned long long)e->bytenr);
+			q->flags |= BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT;
+		}
+		g->dirty |= rfer || excl;
+	}
+	return 0;
 }
 
 static int account(ref_fs *fs)
@@ -422,6 +483,7 @@ static int account(ref_fs *fs)
 	struct qg_state *q = fs->rw->qg;
 	struct qg_view *ov = NULL, *nv = NULL;
 	struct qg_roots old = { 0 }, new = { 0 };
+	struct tallies t = { 0 };
 	int r = qg_view_open(fs, true, &ov);
 	if (!r)
 		r = qg_view_open(fs, false, &nv);
@@ -435,8 +497,10 @@ static int account(ref_fs *fs)
 			if (qg_roots_has(&old, q->snaps[s].src))
 				r = qg_roots_add(&old, q->snaps[s].dst) ? ref_fail(fs, ENOMEM, "out of memory") : 0;
 		if (!r)
-			account_extent(fs, e, &old, &new);
+			r = account_extent(fs, e, &old, &new, &t);
 	}
+	free(t.v);
+	qg_roots_free(&t.up);
 	qg_roots_free(&old);
 	qg_roots_free(&new);
 	qg_view_close(ov);
@@ -499,10 +563,24 @@ static int remove_group(ref_fs *fs, struct rw_tree *t, size_t i)
 	struct qg_group g = q->groups[i];
 	memmove(q->groups + i, q->groups + i + 1, (q->ngroups - i - 1) * sizeof(*q->groups));
 	q->ngroups--;
-	if (g.is_new)
-		return 0;
+	int r = 0;
+	/* Its relations too, both items each (btrfs_remove_qgroup). */
+	for (size_t k = 0; k < q->rels.n && (r == 0 || r == -ENOENT);) {
+		struct ref_qgroup_rel l = q->rels.v[k];
+		if (l.child != g.id && l.parent != g.id) {
+			k++;
+			continue;
+		}
+		struct ref_key up = { l.child, BTRFS_QGROUP_RELATION_KEY, l.parent };
+		struct ref_key down = { l.parent, BTRFS_QGROUP_RELATION_KEY, l.child };
+		qg_rels_del(&q->rels, l.child, l.parent);
+		if ((r = bt_delete_key(fs, t, &up)) == 0 || r == -ENOENT)
+			r = bt_delete_key(fs, t, &down);
+	}
+	if (g.is_new || (r && r != -ENOENT))
+		return r == -ENOENT ? 0 : r;
 	struct ref_key info = { 0, BTRFS_QGROUP_INFO_KEY, g.id }, lim = { 0, BTRFS_QGROUP_LIMIT_KEY, g.id };
-	int r = bt_delete_key(fs, t, &info);
+	r = bt_delete_key(fs, t, &info);
 	if (r == 0 || r == -ENOENT)
 		r = bt_delete_key(fs, t, &lim);
 	return r == -ENOENT ? 0 : r;
@@ -566,7 +644,7 @@ int qg_subvol_created(ref_fs *fs, uint64_t id)
 		return 0;
 	/* (Called once the new tree exists: a failure here leaves a tree with
 	 * no group, so the transaction is given up.) */
-	struct qg_group *g = group_add(fs, q, id);
+	struct qg_group *g = qg_group_add(fs, q, id);
 	if (!g) {
 		fs->rw->failed = true;
 		return ref_fail(fs, ENOMEM, "out of memory for subvolume %llu's quota group; the file system is read-only now",
@@ -580,7 +658,7 @@ int qg_subvol_created(ref_fs *fs, uint64_t id)
 
 void qg_subvol_dropped(ref_fs *fs, uint64_t id)
 {
-	struct qg_group *g = fs->rw->qg ? group_find(fs->rw->qg, id) : NULL;
+	struct qg_group *g = fs->rw->qg ? qg_group_find(fs->rw->qg, id) : NULL;
 	if (g)
 		g->dropped = true;
 }
@@ -596,11 +674,23 @@ int qg_snapshot(ref_fs *fs, uint64_t src, uint64_t dst)
 	}
 	q->snaps[q->nsnaps++] = (struct qg_snap){ src, dst };
 	int r = qg_subvol_created(fs, dst);
-	struct qg_group *s = group_find(q, src), *d = group_find(q, dst);
+	struct qg_group *s = qg_group_find(q, src), *d = qg_group_find(q, dst);
 	if (r)
 		return r;
 	if (!s) /* nothing to inherit (the kernel skips it too) */
 		return 0;
+	/* The groups above the source held its extents as exclusive; now the
+	 * copy, in none of them, shares them: as btrfs_qgroup_inherit ("qgroup
+	 * inherit needs a rescan"), the numbers are marked inconsistent. */
+	for (size_t i = 0; i < q->rels.n; i++)
+		if (q->rels.v[i].child == src) {
+			ref_log(fs, "quota groups marked inconsistent: the snapshot's source is a member of %u/%llu",
+				btrfs_qgroup_level(q->rels.v[i].parent),
+				(unsigned long long)(q->rels.v[i].parent &
+						     ((1ULL << BTRFS_QGROUP_LEVEL_SHIFT) - 1)));
+			q->flags |= BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT;
+			break;
+		}
 	/* Everything the source reached is shared with the copy now; the root
 	 * blocks each get back as exclusive when the commit counts them. */
 	if (!MUTANT(QGROUP_NO_INHERIT)) {
@@ -627,28 +717,61 @@ static bool over_limit(const struct qg_group *g, uint64_t bytes)
 		g->excl + g->reserved + bytes > g->max_excl);
 }
 
+/* The group of subvolume subvol, or the first group above it, that bytes more
+ * would take past a limit; NULL when none would (or -ENOMEM in *r). */
+static struct qg_group *over_limit_above(struct qg_state *q, uint64_t subvol, uint64_t bytes,
+					 struct qg_roots *set, int *r)
+{
+	set->n = 0;
+	*r = 0;
+	if (qg_roots_add(set, subvol) || (q->rels.n && qg_rels_up(&q->rels, subvol, set))) {
+		*r = -ENOMEM;
+		return NULL;
+	}
+	for (size_t i = 0; i < set->n; i++) {
+		struct qg_group *g = qg_group_find(q, set->ids[i]);
+		if (g && over_limit(g, bytes))
+			return g;
+	}
+	return NULL;
+}
+
 int qg_reserve(ref_fs *fs, uint64_t subvol, uint64_t bytes)
 {
 	struct qg_state *q = fs->rw->qg;
-	struct qg_group *g = q ? group_find(q, subvol) : NULL;
-	if (!g || !bytes)
+	if (!q || !qg_group_find(q, subvol) || !bytes)
 		return 0;
-	if (over_limit(g, bytes) && fs->rw->in_txn) {
+	/* The subvolume's group and every group above it, as qgroup_reserve. */
+	struct qg_roots set = { 0 };
+	int r;
+	struct qg_group *g = over_limit_above(q, subvol, bytes, &set, &r);
+	if (g && fs->rw->in_txn) {
 		/* What this transaction changed may count for less once counted
 		 * (an overwrite or a deletion frees what it replaces): count it, as
 		 * the kernel commits (try_flush_qgroup) before it gives EDQUOT. */
-		int r = rw_commit(fs);
-		if (r)
+		if ((r = rw_commit(fs))) {
+			qg_roots_free(&set);
 			return r;
-		g = group_find(q, subvol);
+		}
+		g = over_limit_above(q, subvol, bytes, &set, &r);
 	}
-	if (over_limit(g, bytes))
-		return ref_fail(fs, EDQUOT,
-				"subvolume %llu: %llu bytes more would pass its quota group's limit (referenced %llu, exclusive %llu)",
-				(unsigned long long)subvol, (unsigned long long)bytes,
-				(unsigned long long)g->rfer, (unsigned long long)g->excl);
-	g->reserved += bytes;
-	return 0;
+	if (g) {
+		char also[64] = "";
+		if (g->id != subvol)
+			snprintf(also, sizeof(also), " (%u/%llu, above it)", btrfs_qgroup_level(g->id),
+				 (unsigned long long)(g->id & ((1ULL << BTRFS_QGROUP_LEVEL_SHIFT) - 1)));
+		r = ref_fail(fs, EDQUOT,
+			     "subvolume %llu: %llu bytes more would pass the limit of a quota group%s (referenced %llu, exclusive %llu)",
+			     (unsigned long long)subvol, (unsigned long long)bytes, also,
+			     (unsigned long long)g->rfer, (unsigned long long)g->excl);
+	}
+	for (size_t i = 0; !r && i < set.n; i++) {
+		struct qg_group *a = qg_group_find(q, set.ids[i]);
+		if (a)
+			a->reserved += bytes;
+	}
+	qg_roots_free(&set);
+	return r == -ENOMEM ? ref_fail(fs, ENOMEM, "out of memory") : r;
 }
 
 /* ---- Enabling and limits (vfs.h) ---- */
@@ -665,10 +788,10 @@ static int create_quota_tree(ref_fs *fs)
 	uint64_t *ids = NULL;
 	size_t n = 0;
 	int r = ref_subvol_ids(fs, &ids, &n);
-	if (!r && !group_add(fs, q, BTRFS_FS_TREE_OBJECTID))
+	if (!r && !qg_group_add(fs, q, BTRFS_FS_TREE_OBJECTID))
 		r = -ENOMEM;
 	for (size_t i = 0; i < n && !r; i++)
-		if (!group_add(fs, q, ids[i]))
+		if (!qg_group_add(fs, q, ids[i]))
 			r = -ENOMEM;
 	free(ids);
 	for (size_t i = 0; i < q->ngroups; i++)
@@ -722,7 +845,7 @@ int ref_qgroup_limit(ref_fs *fs, uint64_t id, uint64_t flags, uint64_t max_rfer,
 		return ref_fail(fs, ENOTCONN, "quota groups are not enabled");
 	if (flags & ~(uint64_t)(BTRFS_QGROUP_LIMIT_MAX_RFER | BTRFS_QGROUP_LIMIT_MAX_EXCL))
 		return ref_fail(fs, EINVAL, "unknown limit flags 0x%llx", (unsigned long long)flags);
-	struct qg_group *g = group_find(q, id);
+	struct qg_group *g = qg_group_find(q, id);
 	if (!g)
 		return ref_fail(fs, ENOENT, "no quota group %u/%llu", btrfs_qgroup_level(id),
 				(unsigned long long)(id & ((1ULL << BTRFS_QGROUP_LEVEL_SHIFT) - 1)));

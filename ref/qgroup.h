@@ -1,8 +1,9 @@
 /*
  * qgroup.h - quota groups on the write path (ref/ only).
  *
- * Level-0 groups only: one per subvolume, numbered as the subvolume.  The
- * numbers follow the kernel's accounting (fs/btrfs/qgroup.c): every extent
+ * A group of level 0 per subvolume, numbered as the subvolume, and groups of
+ * higher levels made by the user, whose members are groups of lower levels
+ * (qgroup_relation.c).  The numbers follow the kernel's accounting (fs/btrfs/qgroup.c): every extent
  * whose references changed in the transaction is looked at twice at commit,
  * in the last commit's trees and in the new ones, and the set of subvolumes
  * that reach it in each (a walk up its back references, qgroup_roots.c)
@@ -28,6 +29,13 @@ struct qg_group {
 	bool dropped;       /* its subvolume is gone: removed at the commit */
 };
 
+/* The relations between groups: (child, parent) pairs, ascending, each
+ * parent of a higher level than its child. */
+struct qg_rels {
+	struct ref_qgroup_rel *v;
+	size_t n, cap;
+};
+
 /* An extent whose references changed in the running transaction. */
 struct qg_extent {
 	uint64_t bytenr, num_bytes;
@@ -51,9 +59,14 @@ struct qg_state {
 	struct qg_snap *snaps;
 	size_t nsnaps, snaps_cap;
 	bool status_written; /* in the running transaction */
+	struct qg_rels rels; /* between groups that exist */
 };
 
 /* qgroup.c */
+/* The group id of a mounted file system's quota state, or NULL; _add makes
+ * it when absent (NULL and ENOMEM reported when it cannot). */
+struct qg_group *qg_group_find(struct qg_state *q, uint64_t id);
+struct qg_group *qg_group_add(ref_fs *fs, struct qg_state *q, uint64_t id);
 /* Loads the quota tree's groups at mount (nothing when quotas are off). */
 int qg_load(ref_fs *fs);
 void qg_free(ref_fs *fs);
@@ -97,6 +110,20 @@ bool qg_roots_has(const struct qg_roots *r, uint64_t id);
 
 /* qgroup_count.c: the numbers from scratch (a rescan). */
 int qg_recount(ref_fs *fs, struct ref_qgroup **out, size_t *n);
+
+/* qgroup_relation.c */
+/* The relations of the quota tree `quota` (its (child, QGROUP_RELATION,
+ * parent) items, as the kernel reads them; those whose parent is not of a
+ * higher level left out). */
+int qg_rels_read(ref_fs *fs, const struct ref_root *quota, struct qg_rels *out);
+int qg_rels_add(struct qg_rels *r, uint64_t child, uint64_t parent);
+bool qg_rels_has(const struct qg_rels *r, uint64_t child, uint64_t parent);
+void qg_rels_del(struct qg_rels *r, uint64_t child, uint64_t parent);
+void qg_rels_free(struct qg_rels *r);
+/* Adds to *acc every group above id (its parents, theirs, ...); -ENOMEM. */
+int qg_rels_up(const struct qg_rels *r, uint64_t id, struct qg_roots *acc);
+/* Adds to *acc every group of level 0 below id; -ENOMEM. */
+int qg_rels_down(const struct qg_rels *r, uint64_t id, struct qg_roots *acc);
 
 /* Subvolume trees: the top level and the ids a subvolume can have. */
 bool qg_is_fstree(uint64_t id);

@@ -19,6 +19,10 @@ struct count_ent {
 	uint64_t bytes;
 	uint64_t first, last; /* the first and the latest subvolume that reached it */
 	bool shared;
+	/* With groups above level 0: the subvolumes after the first that reach
+	 * it, ascending (the walks go in order of id). */
+	uint64_t *more;
+	uint32_t nmore, capmore;
 };
 
 struct counter {
@@ -28,6 +32,7 @@ struct counter {
 	size_t n, cap;
 	int drop_level;
 	struct ref_key drop_key;
+	bool sets; /* keep each extent's subvolumes (groups above level 0 exist) */
 };
 
 /* Counts an extent for subvolume q: 0, 1 when this walk counted it already. */
@@ -43,11 +48,18 @@ static int count(struct counter *c, uint64_t bytenr, uint64_t bytes, struct ref_
 		e->last = q->id;
 		e->shared = true;
 		q->rfer += e->bytes;
+		if (c->sets) {
+			size_t cap = e->capmore;
+			if (ref_grow((void **)&e->more, e->nmore, &cap, sizeof(*e->more)))
+				return ref_fail(c->fs, ENOMEM, "out of memory");
+			e->capmore = (uint32_t)cap;
+			e->more[e->nmore++] = q->id;
+		}
 		return 0;
 	}
 	if (GROW(c->e, c->n, c->cap))
 		return ref_fail(c->fs, ENOMEM, "out of memory");
-	c->e[c->n] = (struct count_ent){ bytes, q->id, q->id, false };
+	c->e[c->n] = (struct count_ent){ bytes, q->id, q->id, false, NULL, 0, 0 };
 	*ix = ++c->n;
 	q->rfer += bytes;
 	return 0;
@@ -131,6 +143,83 @@ static struct ref_qgroup *find(struct ref_qgroup *q, size_t n, uint64_t id)
 	return &q[lo];
 }
 
+/* How many of extent e's subvolumes are in set d (and in *total, how many
+ * subvolumes reach it). */
+static size_t reach_in(const struct count_ent *e, const struct qg_roots *d, size_t *total)
+{
+	size_t in = qg_roots_has(d, e->first);
+	for (uint32_t i = 0; i < e->nmore; i++)
+		in += qg_roots_has(d, e->more[i]);
+	*total = 1 + e->nmore;
+	return in;
+}
+
+/* The groups above level 0 the quota tree holds, appended to *out with their
+ * numbers: an extent a subvolume below the group reaches is referenced; one
+ * only subvolumes below it reach is exclusive. */
+static int count_above(struct counter *c, const struct ref_qgroup *groups, size_t ngroups,
+		       const struct qg_rels *rels, struct ref_qgroup **out, size_t *n, size_t *cap)
+{
+	for (size_t g = 0; g < ngroups; g++) {
+		if (!btrfs_qgroup_level(groups[g].id))
+			continue;
+		struct qg_roots below = { 0 };
+		if (qg_rels_down(rels, groups[g].id, &below) ||
+		    ref_grow((void **)out, *n, cap, sizeof(**out))) {
+			qg_roots_free(&below);
+			return ref_fail(c->fs, ENOMEM, "out of memory");
+		}
+		struct ref_qgroup *q = &(*out)[(*n)++];
+		memset(q, 0, sizeof(*q));
+		q->id = groups[g].id;
+		for (size_t i = 0; i < c->n && below.n; i++) {
+			size_t total, in = reach_in(&c->e[i], &below, &total);
+			q->rfer += in ? c->e[i].bytes : 0;
+			q->excl += in == total ? c->e[i].bytes : 0;
+		}
+		qg_roots_free(&below);
+	}
+	return 0;
+}
+
+/* The groups and relations of the quota tree, when quotas are on and a
+ * group above level 0 exists (else none: *ngroups 0). */
+static int read_config(ref_fs *fs, struct ref_qgroup **groups, size_t *ngroups, struct qg_rels *rels)
+{
+	struct ref_root quota;
+	memset(rels, 0, sizeof(*rels));
+	*groups = NULL;
+	*ngroups = 0;
+	int r = ref_find_root(fs, BTRFS_QUOTA_TREE_OBJECTID, &quota);
+	if (r)
+		return r == -ENOENT ? 0 : r;
+	if ((r = ref_qgroup_list(fs, groups, ngroups)))
+		return r;
+	bool above = false;
+	for (size_t i = 0; i < *ngroups; i++)
+		above |= btrfs_qgroup_level((*groups)[i].id) > 0;
+	if (above && !(r = qg_rels_read(fs, &quota, rels))) {
+		/* (relations naming a group the tree lacks are ignored, as the
+		 * kernel ignores them) */
+		for (size_t i = 0; i < rels->n;) {
+			bool child = false, parent = false;
+			for (size_t g = 0; g < *ngroups; g++) {
+				child |= (*groups)[g].id == rels->v[i].child;
+				parent |= (*groups)[g].id == rels->v[i].parent;
+			}
+			if (child && parent)
+				i++;
+			else
+				qg_rels_del(rels, rels->v[i].child, rels->v[i].parent);
+		}
+		return 0;
+	}
+	free(*groups);
+	*groups = NULL;
+	*ngroups = 0;
+	return r;
+}
+
 int qg_recount(ref_fs *fs, struct ref_qgroup **out, size_t *n)
 {
 	*out = NULL;
@@ -139,7 +228,14 @@ int qg_recount(ref_fs *fs, struct ref_qgroup **out, size_t *n)
 	struct counter c = { .fs = fs };
 	struct ref_root tr;
 	struct ref_path p = { .levels = 0 };
-	int r = ref_find_root(fs, BTRFS_ROOT_TREE_OBJECTID, &tr);
+	struct ref_qgroup *groups;
+	size_t ngroups;
+	struct qg_rels rels;
+	int r = read_config(fs, &groups, &ngroups, &rels);
+	if (r)
+		return r;
+	c.sets = ngroups > 0;
+	r = ref_find_root(fs, BTRFS_ROOT_TREE_OBJECTID, &tr);
 	struct ref_key k = { BTRFS_FS_TREE_OBJECTID, BTRFS_ROOT_ITEM_KEY, 0 };
 	if (!r)
 		r = ref_search(fs, &tr, &k, &p);
@@ -169,6 +265,12 @@ int qg_recount(ref_fs *fs, struct ref_qgroup **out, size_t *n)
 	for (size_t i = 0; r >= 0 && i < c.n; i++)
 		if (!c.e[i].shared)
 			find(*out, *n, c.e[i].first)->excl += c.e[i].bytes;
+	if (r >= 0)
+		r = count_above(&c, groups, ngroups, &rels, out, n, &cap);
+	for (size_t i = 0; i < c.n; i++)
+		free(c.e[i].more);
+	free(groups);
+	qg_rels_free(&rels);
 	free(c.e);
 	u64map_free(&c.idx);
 	if (r < 0) {

@@ -300,9 +300,12 @@ int ref_scrub(ref_fs *fs, bool readonly, struct ref_scrub_dev *devs, size_t *nde
 
 /* ---- Quota groups (qgroup.c) ---- */
 
-/* One level-0 quota group: a subvolume's referenced and exclusive bytes (data
- * extents and tree blocks, whole extents: an extent partly referenced counts
- * whole), and its limits.  id is the qgroupid (level << 48 | subvolume). */
+/* One quota group: at level 0 a subvolume's referenced and exclusive bytes
+ * (data extents and tree blocks, whole extents: an extent partly referenced
+ * counts whole), above it those of the subvolumes below the group (an extent
+ * any of them reaches is referenced; one only they reach is exclusive); and
+ * its limits.  id is the qgroupid (level << 48 | subvolume, or any number
+ * above level 0). */
 struct ref_qgroup {
 	uint64_t id;
 	uint64_t generation;    /* the transaction that last changed its numbers */
@@ -316,12 +319,23 @@ int ref_qgroup_status(ref_fs *fs, bool *enabled, uint64_t *flags);
 /* The quota groups the quota tree holds (its INFO and LIMIT items), ascending
  * id; free *out.  -ENOTCONN when quotas are not enabled (the kernel's errno). */
 int ref_qgroup_list(ref_fs *fs, struct ref_qgroup **out, size_t *n);
+/* A relation: group `child` is a member of group `parent`, of a higher level. */
+struct ref_qgroup_rel {
+	uint64_t child, parent;
+};
+/* The relations the quota tree holds (its (child, QGROUP_RELATION, parent)
+ * items, as the kernel reads them), ascending; those naming a group the tree
+ * does not hold are left out, as the kernel leaves them ("orphan qgroup
+ * relation"); free *out.  -ENOTCONN when quotas are not enabled. */
+int ref_qgroup_relations(ref_fs *fs, struct ref_qgroup_rel **out, size_t *n);
 /* The numbers recounted from scratch, as a rescan computes them: every
  * subvolume tree walked (a deleted one as far as the cleaner left it), each
  * extent counted once per subvolume that reaches it.  One entry per
- * subvolume tree, ascending; limits and generation left 0; free *out.  (A
- * subvolume deleted before quotas were enabled is counted but has no group:
- * enabling makes groups for the linked subvolumes, as the kernel.) */
+ * subvolume tree, then one per group above level 0 the quota tree holds
+ * (counted from the subvolumes below it), ascending; limits and generation
+ * left 0; free *out.  (A subvolume deleted before quotas were enabled is
+ * counted but has no group: enabling makes groups for the linked
+ * subvolumes, as the kernel.) */
 int ref_qgroup_recount(ref_fs *fs, struct ref_qgroup **out, size_t *n);
 
 /* ---- Checking ---- */

@@ -213,6 +213,19 @@ int ref_qgroup_rescan(ref_fs *fs);
  * metadata counts once committed). */
 int ref_qgroup_limit(ref_fs *fs, uint64_t id, uint64_t flags, uint64_t max_rfer,
 		     uint64_t max_excl);
+/* Quota groups above level 0, as btrfs qgroup create / destroy / assign /
+ * remove with Linux 6.18's rules and errnos, each committed.  create: a group
+ * with no numbers (-EEXIST when there is one).  destroy: -ENOENT when absent,
+ * -EBUSY while it has members, or numbers at level 0; its own relations go
+ * with it (1 when one of those left the numbers stale, as below).  assign: child becomes a member of parent (-EINVAL unless parent's
+ * level is higher and both exist, -EEXIST when it is one); remove: no longer
+ * (-ENOENT when it was not).  When the child's numbers are all exclusive they
+ * move into the parent and every group above it at once; otherwise the
+ * numbers are marked inconsistent and 1 is returned (the kernel's ioctl
+ * answer: a rescan is needed).  -ENOTCONN when quotas are off. */
+int ref_qgroup_create(ref_fs *fs, uint64_t id);
+int ref_qgroup_destroy(ref_fs *fs, uint64_t id);
+int ref_qgroup_assign(ref_fs *fs, uint64_t child, uint64_t parent, bool add);
 
 /* stat (follow = true) or lstat. */
 int ref_stat_path(ref_fs *fs, const char *path, bool follow, struct ref_stat *st);

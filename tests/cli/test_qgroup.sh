@@ -4,7 +4,10 @@
 # `qgroup show` (columns, widths, units, Path), limits set, kept and removed
 # (the other limit untouched), writes past a limit (EDQUOT), bad sizes and
 # ids, a deleted snapshot's group gone once the cleaner is done, and
-# `btrsim check` (and `btrfs check`, which recounts the groups) clean.
+# `btrsim check` (and `btrfs check`, which recounts the groups) clean; groups
+# above level 0: create, destroy, assign and remove with their errnos, the
+# numbers moved or counted again, `show -pc` with progs 6.2's Path for them
+# (NUL byte included).
 . "$(dirname "$0")/lib.sh"
 umask 022
 export TZ=UTC
@@ -40,8 +43,8 @@ run help-via-help 0 "$BTRSIM" help qgroup
 out_has '^usage: btrsim qgroup '; done_check
 run no-command 2 "$BTRSIM" qgroup
 err_has '^btrsim qgroup: needs a COMMAND'; err_has '^usage: btrsim qgroup'; out_empty; done_check
-run unknown-command 2 "$BTRSIM" qgroup destroy "$img"
-err_has "^btrsim qgroup: unknown command 'destroy'"; done_check
+run unknown-command 2 "$BTRSIM" qgroup frob "$img"
+err_has "^btrsim qgroup: unknown command 'frob'"; done_check
 for c in enable rescan show; do
 	run "$c-no-image" 2 "$BTRSIM" qgroup "$c"
 	err_has "^btrsim qgroup: $c: needs at least one image"; out_empty; done_check
@@ -254,3 +257,79 @@ grep '^0/257 ' "$OUT" | grep -qvE '^0/257 +0 +0   <stale>$' &&
 	fail "the dropped snapshot's group: $(grep '^0/257 ' "$OUT")"
 done_check
 check deleted
+
+# ---- Groups above level 0 ----
+
+run create-no-id 2 "$BTRSIM" qgroup create "$img"
+err_has '^btrsim qgroup: create: needs at least one image and a QGROUPID'; done_check
+run create-bad-id 2 "$BTRSIM" qgroup create "$img" 1-5
+err_has "^btrsim qgroup: create: '1-5' is not a qgroupid"; done_check
+run create-path 2 "$BTRSIM" qgroup create "$img" /sub
+err_has "is not a qgroupid"; done_check
+run assign-too-few 2 "$BTRSIM" qgroup assign "$img" 0/256
+err_has '^btrsim qgroup: assign: needs at least one image, a SRC and a DST'; done_check
+run assign-bad-option 2 "$BTRSIM" qgroup assign -p "$img" 0/256 1/1
+err_has "unknown option '-p'"; done_check
+run create-1-1 0 "$BTRSIM" qgroup create "$img" 1/1
+done_check
+run create-2-1 0 "$BTRSIM" qgroup create "$img" 2/1
+done_check
+run create-again 1 "$BTRSIM" qgroup create "$img" 1/1
+err_has 'EEXIST'; done_check
+run assign-same-level 1 "$BTRSIM" qgroup assign "$img" 1/1 1/1
+err_has 'EINVAL'; done_check
+run assign-missing 1 "$BTRSIM" qgroup assign "$img" 0/256 1/7
+err_has 'EINVAL'; done_check
+run assign-up 0 "$BTRSIM" qgroup assign "$img" 1/1 2/1
+out_empty; done_check
+# /sub shares nothing: moved at once, no rescan.
+run assign-sub 0 "$BTRSIM" qgroup assign "$img" /sub 1/1
+out_empty; done_check
+run assign-twice 1 "$BTRSIM" qgroup assign "$img" 0/256 1/1
+err_has 'EEXIST'; done_check
+run show-pc 0 "$BTRSIM" qgroup show -pc --raw "$img"
+sub_rfer=$(awk '$1 == "0/256" { print $2 }' "$OUT")
+awk -v r="$sub_rfer" '$1 == "1/1" || $1 == "2/1" { if ($2 != r || $3 != r) bad = 1; n++ }
+	END { exit bad || n != 2 }' "$OUT" || fail "1/1 and 2/1 do not hold /sub's $sub_rfer: $(grep -a '^[12]/' "$OUT" | tr '\n' '|')"
+grep -aq '^0/256 .* 1/1      -       sub$' "$OUT" || fail "0/256's line: $(grep -a '^0/256' "$OUT")"
+# progs 6.2 prints a group's parents and their count in Path, a NUL for one.
+grep -a '^1/1 ' "$OUT" | sed 's/^.*  2\/1</  2\/1</' | od -c >"$T/got1.od"
+printf '  2/1<1 member qgroup\000>\n' | od -c >"$T/want1.od"
+cmp -s "$T/got1.od" "$T/want1.od" || fail "1/1's Path: $(grep -a '^1/1 ' "$OUT" | od -c | head -3 | tr '\n' '|')"
+grep -aq '^2/1 .* -        1/1     <0 member qgroups>$' "$OUT" || fail "2/1's line: $(grep -a '^2/1' "$OUT")"
+done_check
+check groups
+run destroy-busy 1 "$BTRSIM" qgroup destroy "$img" 2/1
+err_has 'EBUSY'; done_check
+run destroy-level0-busy 1 "$BTRSIM" qgroup destroy "$img" 0/256
+err_has 'EBUSY'; done_check
+run destroy-missing 1 "$BTRSIM" qgroup destroy "$img" 3/3
+err_has 'ENOENT'; done_check
+run remove-not-member 1 "$BTRSIM" qgroup remove "$img" 0/258 1/1
+err_has 'ENOENT'; done_check
+run remove-sub 0 "$BTRSIM" qgroup remove "$img" /sub 1/1
+out_empty; done_check
+run show-after-remove 0 "$BTRSIM" qgroup show --raw "$img"
+awk '$1 == "1/1" || $1 == "2/1" { if ($2 != 0 || $3 != 0) bad = 1 } END { exit bad }' "$OUT" ||
+	fail "numbers left after the remove: $(grep -a '^[12]/' "$OUT" | tr '\n' '|')"
+done_check
+run destroy-1-1 0 "$BTRSIM" qgroup destroy "$img" 1/1
+done_check
+run show-after-destroy 0 "$BTRSIM" qgroup show -pc --raw "$img"
+grep -aq '^1/1 ' "$OUT" && fail "1/1 still shown"
+grep -aq '^2/1 .* -        -       <0 member qgroups>$' "$OUT" || fail "2/1's line: $(grep -a '^2/1' "$OUT")"
+done_check
+# A group whose members share extents: the numbers go stale; counted again
+# (the default) or left marked (--no-rescan).
+run create-1-2 0 "$BTRSIM" qgroup create "$img" 1/2
+run create-1-2 0 "$BTRSIM" subvolume snapshot "$img" /sub /snap3
+done_check
+run assign-shared-no-rescan 0 "$BTRSIM" qgroup assign --no-rescan "$img" 0/256 1/2
+err_has 'quotas may be inconsistent, rescan needed'; done_check
+run show-stale 0 "$BTRSIM" qgroup show --raw "$img"
+err_has 'qgroup data inconsistent, rescan recommended'; done_check
+run remove-shared-rescan 0 "$BTRSIM" qgroup remove "$img" 0/256 1/2
+out_has '^Quota data changed, rescan scheduled$'; done_check
+run show-fresh 0 "$BTRSIM" qgroup show --raw "$img"
+err_empty; done_check
+check stale-then-rescanned

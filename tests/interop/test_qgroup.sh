@@ -9,7 +9,9 @@
 # image with quotas, subvolumes, snapshots and writes; ref reads the same
 # numbers, writes on top, and btrfs check and the kernel's rescan agree with
 # ref; the same for an image the kernel left with a subvolume half-dropped.  (3) Limits set by ref are the kernel's and the other way round, and
-# ref refuses a write past a limit the kernel set.
+# ref refuses a write past a limit the kernel set.  (4) Groups above level 0
+# related by ref and by the kernel, each read, written and checked by the
+# other.
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib.sh"
 
@@ -392,4 +394,101 @@ if [ "$LOOP_OK" -eq 1 ]; then
 	run limits-ref-none 0 "$BTRSIM" put "$IMG" "$T/big" /snap2/fill2
 	clean "$IMG"
 	done_check
+fi
+
+# ---- (4) groups above level 0, both ways ----
+#
+# ref relates groups (a snapshot's source and the snapshot under 1/1, 1/1 and
+# another subvolume under 2/1) and writes in a member: btrfs check recounts
+# every level equal; the kernel shows the same table (`show -pc`, byte for
+# byte) and, after its own writes in a member, ref's check agrees with its
+# numbers.  The kernel relates groups on its own image: ref reads the same
+# table, writes, relates and unrelates, and btrfs check and the kernel's
+# rescan agree with ref.
+
+GIMG="$T/groups.img"
+truncate -s 512M "$GIMG"
+run groups-ref-build 0 "$BTRSIM" mkfs "$GIMG"
+run groups-ref-build 0 "$BTRSIM" subvolume create "$GIMG" /a
+run groups-ref-build 0 "$BTRSIM" subvolume create "$GIMG" /b
+run groups-ref-build 0 "$BTRSIM" put "$GIMG" "$T/big" /a/big
+run groups-ref-build 0 "$BTRSIM" put "$GIMG" "$T/tree" /b/t
+run groups-ref-build 0 "$BTRSIM" qgroup enable "$GIMG"
+run groups-ref-build 0 "$BTRSIM" subvolume snapshot "$GIMG" /a /c
+run groups-ref-build 0 "$BTRSIM" qgroup create "$GIMG" 1/1
+run groups-ref-build 0 "$BTRSIM" qgroup create "$GIMG" 2/1
+run groups-ref-build 0 "$BTRSIM" qgroup assign "$GIMG" /a 1/1
+run groups-ref-build 0 "$BTRSIM" qgroup assign "$GIMG" /c 1/1
+run groups-ref-build 0 "$BTRSIM" qgroup assign "$GIMG" 1/1 2/1
+run groups-ref-build 0 "$BTRSIM" qgroup assign "$GIMG" /b 2/1
+run groups-ref-build 0 "$BTRSIM" write --offset 4096 "$GIMG" /c/big "$T/patch"
+run groups-ref-build 0 "$BTRSIM" put "$GIMG" "$T/patch" /b/p
+clean "$GIMG"
+done_check
+if [ "$LOOP_OK" -eq 1 ]; then
+	"$BTRSIM" qgroup show --raw -pc "$GIMG" >"$T/ref.pc" 2>"$T/err" || fail "show: $(cat "$T/err")"
+	run groups-kernel-reads-ref 0 true
+	if mount_img "$GIMG"; then
+		kernel_show "$T/mnt" "$T/kernel.pc" -pc
+		cp "$T/patch" "$T/mnt/a/kp"
+		dd if="$T/patch" of="$T/mnt/c/big" bs=4096 seek=100 conv=notrunc status=none
+		kernel_show "$T/mnt" "$T/kernel.show"
+		numbers "$T/kernel.show" >"$T/kernel.num"
+		unmount "$T/mnt" && detach_all
+	fi
+	done_check
+	compare groups-kernel-show-pc "$T/kernel.pc" "$T/ref.pc"
+	run groups-checked-after-kernel-writes 0 true
+	clean "$GIMG"
+	done_check
+	numbers "$T/ref.show" >"$T/ref.num"
+	compare groups-after-kernel-writes "$T/kernel.num" "$T/ref.num"
+
+	KGIMG="$T/kgroups.img"
+	truncate -s 512M "$KGIMG"
+	mkfs.btrfs -q -f "$KGIMG" >/dev/null 2>&1
+	run groups-kernel-build 0 true
+	if mount_img "$KGIMG"; then
+		M=$T/mnt
+		btrfs quota enable "$M" && btrfs subvolume create "$M/a" >/dev/null &&
+			btrfs subvolume create "$M/b" >/dev/null || fail "quota enable / subvolume create"
+		cp "$T/big" "$M/a/big"
+		cp -a "$T/tree" "$M/b/t"
+		sync
+		btrfs subvolume snapshot "$M/a" "$M/c" >/dev/null
+		btrfs qgroup create 1/1 "$M" && btrfs qgroup create 2/1 "$M" &&
+			btrfs qgroup assign --no-rescan 0/256 1/1 "$M" 2>/dev/null && btrfs qgroup assign --no-rescan 0/258 1/1 "$M" 2>/dev/null &&
+			btrfs qgroup assign --no-rescan 1/1 2/1 "$M" 2>/dev/null && btrfs qgroup assign --no-rescan 0/257 2/1 "$M" 2>/dev/null ||
+			fail "btrfs qgroup create / assign"
+		btrfs quota rescan -w "$M" >/dev/null
+		cp "$T/patch" "$M/c/p"
+		kernel_show "$M" "$T/kernel.pc" -pc
+		unmount "$M" && detach_all
+	fi
+	done_check
+	"$BTRSIM" qgroup show --raw -pc "$KGIMG" >"$T/ref.pc" 2>"$T/err" || fail "show: $(cat "$T/err")"
+	compare groups-ref-reads-kernel "$T/kernel.pc" "$T/ref.pc"
+	run groups-kernel-image-checked 0 true
+	clean "$KGIMG"
+	done_check
+	run groups-ref-writes-on-kernel 0 "$BTRSIM" put "$KGIMG" "$T/patch" /a/rp
+	run groups-ref-writes-on-kernel 0 "$BTRSIM" qgroup create "$KGIMG" 1/2
+	run groups-ref-writes-on-kernel 0 "$BTRSIM" qgroup assign "$KGIMG" /b 1/2
+	run groups-ref-writes-on-kernel 0 "$BTRSIM" qgroup remove "$KGIMG" /c 1/1
+	run groups-ref-writes-on-kernel 0 "$BTRSIM" write --offset 65536 "$KGIMG" /a/big "$T/patch"
+	clean "$KGIMG"
+	done_check
+	"$BTRSIM" qgroup show --raw -pc "$KGIMG" >"$T/ref.pc" 2>"$T/err" || fail "show: $(cat "$T/err")"
+	numbers "$T/ref.pc" >"$T/ref.num"
+	run groups-kernel-after-ref 0 true
+	if mount_img "$KGIMG"; then
+		kernel_show "$T/mnt" "$T/kernel.pc" -pc
+		btrfs quota rescan -w "$T/mnt" >/dev/null 2>&1 || fail "rescan"
+		kernel_show "$T/mnt" "$T/kernel.show"
+		numbers "$T/kernel.show" >"$T/kernel.rescan"
+		detach_all
+	fi
+	done_check
+	compare groups-kernel-sees-ref-relations "$T/kernel.pc" "$T/ref.pc"
+	compare groups-kernel-rescan-after-ref "$T/kernel.rescan" "$T/ref.num"
 fi

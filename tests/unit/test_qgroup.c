@@ -1,12 +1,12 @@
 /*
- * test_qgroup.c - quota groups (level 0: one per subvolume) on memory
+ * test_qgroup.c - quota groups of level 0 (one per subvolume) on memory
  * volumes.  rfer is the bytes of every extent a subvolume's tree reaches
  * (data extents whole, by their disk size; tree blocks, nodesize each), excl
  * the bytes of those only that subvolume reaches.
  *
  * After every commit the groups the quota tree holds (ref_qgroup_list) equal
  * a recount from scratch (ref_qgroup_recount), and both equal the test's own
- * count, made here by walking every subvolume tree through the read API (a
+ * count (qgcount.c: every subvolume tree walked through the read API, a
  * deleted one as far as the cleaner left it).  Checked: enabling on a fresh
  * file system and on a populated one, twice, across remounts; seeded random
  * mixes of writes, truncates, snapshots, deletions, cleaner steps and
@@ -20,6 +20,7 @@
  * QG_TRACE=1 prints each operation of the random mixes; QG_KEEP_GOING=1
  * lets a test run on after a mismatch of the numbers, reporting every one.
  */
+#include "qgcount.h"
 #include "snapmix.h"
 #include "imgutil.h"
 #include "wrutil.h"
@@ -37,150 +38,6 @@ TestSuite(qgroup);
 #define KiB 1024ULL
 #define MiB (1024ULL * 1024)
 
-static char where[160]; /* what the checks are about, for their messages */
-
-/* ---- The test's own count ---- */
-
-struct qext {
-	uint64_t bytenr, size, sv;
-};
-
-struct qextv {
-	struct qext *e;
-	size_t n, cap;
-};
-
-static void qx_add(struct qextv *v, uint64_t bytenr, uint64_t size, uint64_t sv)
-{
-	if (v->n == v->cap) {
-		v->cap = v->cap ? v->cap * 2 : 1024;
-		v->e = realloc(v->e, v->cap * sizeof(*v->e));
-		cr_assert(v->e);
-	}
-	v->e[v->n++] = (struct qext){ bytenr, size, sv };
-}
-
-static int qx_cmp(const void *a, const void *b)
-{
-	const struct qext *x = a, *y = b;
-	if (x->bytenr != y->bytenr)
-		return x->bytenr < y->bytenr ? -1 : 1;
-	if (x->sv != y->sv)
-		return x->sv < y->sv ? -1 : 1;
-	return 0;
-}
-
-static struct ref_key disk_key(const struct btrfs_disk_key *k)
-{
-	return (struct ref_key){ LE64(k->objectid), k->type, LE64(k->offset) };
-}
-
-/* Every block below bytenr and every data extent its leaves point to, for
- * subvolume sv; in nodes at drop_level, children before drop (the cleaner's
- * drop_progress) are gone already and skipped, as btrfs check skips them. */
-static void qwalk(ref_fs *fs, uint64_t bytenr, uint64_t gen, int level, int drop_level,
-		  const struct ref_key *drop, uint64_t sv, struct qextv *v)
-{
-	struct ref_block *b;
-	int r = ref_read_block(fs, bytenr, gen, level, 0, &b);
-	cr_assert_eq(r, 0, "%s: subvolume %llu: block %llu: %s", where, (unsigned long long)sv,
-		     (unsigned long long)bytenr, ref_error(fs));
-	const uint8_t *d = ref_block_data(b);
-	const struct btrfs_header_disk *h = (const void *)d;
-	uint32_t n = LE32(h->nritems);
-	qx_add(v, bytenr, LE32(ref_super(fs)->nodesize), sv);
-	if (h->level == 0) {
-		const struct btrfs_item_disk *it = (const void *)(d + sizeof(*h));
-		for (uint32_t i = 0; i < n; i++) {
-			if (it[i].key.type != BTRFS_EXTENT_DATA_KEY)
-				continue;
-			const uint8_t *p = d + sizeof(*h) + LE32(it[i].offset);
-			uint32_t size = LE32(it[i].size);
-			if (size < sizeof(struct btrfs_file_extent_item) ||
-			    p[20] == BTRFS_FILE_EXTENT_INLINE)
-				continue;
-			uint64_t disk_bytenr = le64(p + 21), disk_num = le64(p + 29);
-			if (disk_bytenr)
-				qx_add(v, disk_bytenr, disk_num, sv);
-		}
-	} else {
-		const struct btrfs_key_ptr_disk *kp = (const void *)(d + sizeof(*h));
-		for (uint32_t i = 0; i < n; i++) {
-			struct ref_key k = disk_key(&kp[i].key);
-			if (h->level == drop_level && ref_key_cmp(&k, drop) < 0)
-				continue;
-			qwalk(fs, LE64(kp[i].blockptr), LE64(kp[i].generation), h->level - 1,
-			      drop_level, drop, sv, v);
-		}
-	}
-	ref_block_put(fs, b);
-}
-
-/* rfer and excl of every subvolume tree the root tree holds (the top level,
- * and deleted ones not yet freed whole), ascending; *dropping: whether a
- * deleted one is there. */
-static struct ref_qgroup *qcount(ref_fs *fs, size_t *count, bool *dropping)
-{
-	struct ref_root rt;
-	WU_OK(fs, ref_find_root(fs, BTRFS_ROOT_TREE_OBJECTID, &rt));
-	struct qextv v = { 0 };
-	uint64_t ids[1024];
-	size_t nids = 0;
-	if (dropping)
-		*dropping = false;
-	struct ref_path path;
-	struct ref_key start = { 0, 0, 0 };
-	int r = ref_search(fs, &rt, &start, &path);
-	while (r == 0) {
-		struct ref_key k;
-		const uint8_t *data;
-		uint32_t size;
-		ref_path_item(&path, &k, &data, &size);
-		if (k.type == BTRFS_ROOT_ITEM_KEY &&
-		    (k.objectid == BTRFS_FS_TREE_OBJECTID ||
-		     (k.objectid >= BTRFS_FIRST_FREE_OBJECTID &&
-		      k.objectid <= BTRFS_LAST_FREE_OBJECTID))) {
-			struct btrfs_root_item ri;
-			memset(&ri, 0, sizeof(ri));
-			memcpy(&ri, data, size < sizeof(ri) ? size : sizeof(ri));
-			struct ref_key drop = disk_key(&ri.drop_progress);
-			int drop_level = drop.objectid ? ri.drop_level : -1;
-			if (LE32(ri.refs) == 0 && dropping)
-				*dropping = true;
-			cr_assert_lt(nids, 1024);
-			ids[nids++] = k.objectid;
-			qwalk(fs, LE64(ri.bytenr), LE64(ri.generation), ri.level, drop_level, &drop,
-			      k.objectid, &v);
-		}
-		r = ref_next(fs, &path);
-	}
-	cr_assert_geq(r, 0, "%s: the root tree: %s", where, ref_error(fs));
-	struct ref_qgroup *out = calloc(nids ? nids : 1, sizeof(*out));
-	cr_assert(out);
-	for (size_t i = 0; i < nids; i++) /* the root tree holds them ascending */
-		out[i].id = ids[i];
-	qsort(v.e, v.n, sizeof(*v.e), qx_cmp);
-	for (size_t i = 0; i < v.n;) {
-		size_t j = i, users = 0;
-		for (; j < v.n && v.e[j].bytenr == v.e[i].bytenr; j++)
-			if (j == i || v.e[j].sv != v.e[j - 1].sv)
-				users++;
-		for (size_t k = i; k < j; k++) {
-			if (k > i && v.e[k].sv == v.e[k - 1].sv)
-				continue;
-			size_t s = 0;
-			while (out[s].id != v.e[k].sv)
-				s++;
-			out[s].rfer += v.e[k].size;
-			if (users == 1)
-				out[s].excl += v.e[k].size;
-		}
-		i = j;
-	}
-	free(v.e);
-	*count = nids;
-	return out;
-}
 
 /* ---- Checks ---- */
 
@@ -198,7 +55,7 @@ static struct ref_qgroup qget(ref_fs *fs, uint64_t id)
 	size_t n;
 	WU_OK(fs, ref_qgroup_list(fs, &l, &n));
 	const struct ref_qgroup *q = qfind(l, n, id);
-	cr_assert(q, "%s: no group 0/%llu", where, (unsigned long long)id);
+	cr_assert(q, "%s: no group 0/%llu", qg_where, (unsigned long long)id);
 	struct ref_qgroup g = *q;
 	free(l);
 	return g;
@@ -209,11 +66,11 @@ static void expect_on(ref_fs *fs)
 	bool on = false;
 	uint64_t flags = 0;
 	WU_OK(fs, ref_qgroup_status(fs, &on, &flags));
-	cr_assert(on, "%s: quotas not enabled", where);
-	cr_assert(flags & BTRFS_QGROUP_STATUS_FLAG_ON, "%s: status flags %#llx", where,
+	cr_assert(on, "%s: quotas not enabled", qg_where);
+	cr_assert(flags & BTRFS_QGROUP_STATUS_FLAG_ON, "%s: status flags %#llx", qg_where,
 		  (unsigned long long)flags);
 	cr_assert(!(flags & BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT), "%s: status flags %#llx",
-		  where, (unsigned long long)flags);
+		  qg_where, (unsigned long long)flags);
 }
 
 /* QG_KEEP_GOING=1 in the environment: a mismatch of the numbers fails the
@@ -243,10 +100,10 @@ static void expect_consistent_list(ref_fs *fs, struct ref_qgroup **out, size_t *
 	WU_OK(fs, ref_qgroup_recount(fs, &rc, &nrc));
 	struct ref_qgroup *q = qcount(fs, &nq, dropping);
 	for (size_t i = 1; i < nl; i++)
-		cr_assert_lt(l[i - 1].id, l[i].id, "%s: the list is not ascending", where);
+		cr_assert_lt(l[i - 1].id, l[i].id, "%s: the list is not ascending", qg_where);
 	for (size_t i = 0; i < nq; i++) {
 		const struct ref_qgroup *a = qfind(l, nl, q[i].id), *b = qfind(rc, nrc, q[i].id);
-		QCHECK(b, "%s: subvolume %llu missing from the recount", where,
+		QCHECK(b, "%s: subvolume %llu missing from the recount", qg_where,
 		       (unsigned long long)q[i].id);
 		if (!a) {
 			/* Only a subvolume deleted before quotas were enabled may
@@ -254,7 +111,7 @@ static void expect_consistent_list(ref_fs *fs, struct ref_qgroup **out, size_t *
 			struct ref_subvol_info si = { 0 };
 			(void)ref_subvol_info(fs, q[i].id, &si);
 			QCHECK(!si.refs, "%s: linked subvolume %llu has no group; it reaches rfer %llu excl %llu",
-			       where, (unsigned long long)q[i].id,
+			       qg_where, (unsigned long long)q[i].id,
 			       (unsigned long long)q[i].rfer, (unsigned long long)q[i].excl);
 		}
 		if (!a || !b)
@@ -263,16 +120,16 @@ static void expect_consistent_list(ref_fs *fs, struct ref_qgroup **out, size_t *
 			       b->excl == q[i].excl,
 		       "%s: 0/%llu: list rfer %llu excl %llu, recount rfer %llu excl %llu, "
 		       "test's count rfer %llu excl %llu",
-		       where, (unsigned long long)q[i].id, (unsigned long long)a->rfer,
+		       qg_where, (unsigned long long)q[i].id, (unsigned long long)a->rfer,
 		       (unsigned long long)a->excl, (unsigned long long)b->rfer,
 		       (unsigned long long)b->excl, (unsigned long long)q[i].rfer,
 		       (unsigned long long)q[i].excl);
 	}
-	QCHECK(nrc == nq, "%s: the recount has %zu subvolumes, the root tree %zu", where, nrc, nq);
+	QCHECK(nrc == nq, "%s: the recount has %zu subvolumes, the root tree %zu", qg_where, nrc, nq);
 	for (size_t i = 0; i < nl; i++)
 		if (!qfind(q, nq, l[i].id))
 			QCHECK(l[i].rfer == 0 && l[i].excl == 0,
-			       "%s: 0/%llu: its subvolume is gone, yet rfer %llu excl %llu", where,
+			       "%s: 0/%llu: its subvolume is gone, yet rfer %llu excl %llu", qg_where,
 			       (unsigned long long)l[i].id, (unsigned long long)l[i].rfer,
 			       (unsigned long long)l[i].excl);
 	free(rc);
@@ -359,7 +216,7 @@ static uint64_t file_size(ref_fs *fs, const char *path)
 
 Test(qgroup, enable_fresh)
 {
-	snprintf(where, sizeof(where), "fresh");
+	snprintf(qg_where, sizeof(qg_where), "fresh");
 	sim_volume *vol;
 	ref_fs *fs = wu_fresh(&vol, 256, 0);
 	bool on = true;
@@ -393,7 +250,7 @@ Test(qgroup, enable_fresh)
 	size_t nbefore;
 	expect_consistent_list(fs, &before, &nbefore, NULL);
 	fs = remount(fs, vol);
-	snprintf(where, sizeof(where), "fresh, remounted");
+	snprintf(qg_where, sizeof(qg_where), "fresh, remounted");
 	expect_consistent(fs);
 	WU_OK(fs, ref_qgroup_list(fs, &l, &n));
 	cr_assert_eq(n, nbefore);
@@ -422,7 +279,7 @@ Test(qgroup, enable_populated)
 	/* A deletion with its cleaner left half-way, if the mix left none. */
 	WU_OK(m->fs, ref_snapshot(m->fs, "/", "/late", false, NULL));
 	WU_OK(m->fs, ref_subvol_delete(m->fs, "/late"));
-	snprintf(where, sizeof(where), "seed %llu: enabled on a populated fs",
+	snprintf(qg_where, sizeof(qg_where), "seed %llu: enabled on a populated fs",
 		 (unsigned long long)seed);
 	WU_OK(m->fs, ref_qgroup_enable(m->fs));
 	bool dropping;
@@ -439,11 +296,11 @@ Test(qgroup, enable_populated)
 	/* The cleaner's steps, each a commit. */
 	for (int i = 0; i < 4; i++) {
 		WU_OK(m->fs, ref_sync(m->fs));
-		snprintf(where, sizeof(where), "seed %llu: cleaner step %d", (unsigned long long)seed, i);
+		snprintf(qg_where, sizeof(qg_where), "seed %llu: cleaner step %d", (unsigned long long)seed, i);
 		expect_consistent(m->fs);
 	}
 	sm_remount(m);
-	snprintf(where, sizeof(where), "seed %llu: remounted", (unsigned long long)seed);
+	snprintf(qg_where, sizeof(qg_where), "seed %llu: remounted", (unsigned long long)seed);
 	expect_consistent(m->fs);
 	WU_OK(m->fs, ref_subvol_sync(m->fs));
 	expect_consistent(m->fs);
@@ -467,7 +324,7 @@ struct qmix {
 static void qmix_where(struct sm_mix *m, const char *what)
 {
 	struct qmix *q = m->ctx;
-	snprintf(where, sizeof(where), "seed %llu (%#llx), op %d: %s", (unsigned long long)q->seed,
+	snprintf(qg_where, sizeof(qg_where), "seed %llu (%#llx), op %d: %s", (unsigned long long)q->seed,
 		 (unsigned long long)q->seed, q->op, what);
 }
 
@@ -504,19 +361,19 @@ static void qmix_commit(struct sm_mix *m, enum sm_kind kind)
 			 * kernel's do); a live subvolume's is missed by
 			 * expect_consistent above. */
 			cr_assert(q->saved_dropping || (a->rfer == 0 && a->excl == 0),
-				  "%s: 0/%llu (rfer %llu excl %llu) gone after the remount", where,
+				  "%s: 0/%llu (rfer %llu excl %llu) gone after the remount", qg_where,
 				  (unsigned long long)a->id, (unsigned long long)a->rfer,
 				  (unsigned long long)a->excl);
 			continue;
 		}
 		cr_assert(b->limit_flags == a->limit_flags && b->max_rfer == a->max_rfer &&
 				  b->max_excl == a->max_excl,
-			  "%s: 0/%llu: limits changed across the remount", where,
+			  "%s: 0/%llu: limits changed across the remount", qg_where,
 			  (unsigned long long)a->id);
 		if (!q->saved_dropping)
 			cr_assert(b->rfer == a->rfer && b->excl == a->excl,
 				  "%s: 0/%llu: rfer %llu excl %llu before the unmount, %llu %llu after",
-				  where, (unsigned long long)a->id, (unsigned long long)a->rfer,
+				  qg_where, (unsigned long long)a->id, (unsigned long long)a->rfer,
 				  (unsigned long long)a->excl, (unsigned long long)b->rfer,
 				  (unsigned long long)b->excl);
 	}
@@ -611,7 +468,7 @@ Test(qgroup, random_mix_seed_6_enabled_late)
  * it; 4 KiB overwritten in the source. */
 Test(qgroup, exact_numbers)
 {
-	snprintf(where, sizeof(where), "exact numbers");
+	snprintf(qg_where, sizeof(qg_where), "exact numbers");
 	sim_volume *vol;
 	ref_fs *fs = wu_fresh(&vol, 256, 0);
 	WU_OK(fs, ref_qgroup_enable(fs));
@@ -691,7 +548,7 @@ Test(qgroup, exact_numbers)
  * the source rewrites its copy too, and the old extent is gone. */
 Test(qgroup, exact_numbers_whole_extent_replaced)
 {
-	snprintf(where, sizeof(where), "exact numbers, whole extent replaced");
+	snprintf(qg_where, sizeof(qg_where), "exact numbers, whole extent replaced");
 	sim_volume *vol;
 	ref_fs *fs = wu_fresh(&vol, 256, 0);
 	WU_OK(fs, ref_qgroup_enable(fs));
@@ -748,7 +605,7 @@ static ref_fs *deep_fixture(sim_volume **vol, int nfiles, uint64_t *sv)
  * alone. */
 Test(qgroup, exact_numbers_deep_tree)
 {
-	snprintf(where, sizeof(where), "exact numbers, deep tree");
+	snprintf(qg_where, sizeof(qg_where), "exact numbers, deep tree");
 	sim_volume *vol;
 	uint64_t sv, snap;
 	ref_fs *fs = deep_fixture(&vol, 300, &sv);
@@ -799,7 +656,7 @@ Test(qgroup, exact_numbers_deep_tree)
 	for (int step = 0; dropping; step++) {
 		cr_assert_lt(step, 100, "the cleaner does not finish");
 		WU_OK(fs, ref_sync(fs));
-		snprintf(where, sizeof(where), "deep tree: snapshot deleted, cleaner step %d", step);
+		snprintf(qg_where, sizeof(qg_where), "deep tree: snapshot deleted, cleaner step %d", step);
 		expect_consistent_list(fs, NULL, NULL, &dropping);
 	}
 	g = qget(fs, sv);
@@ -816,7 +673,7 @@ Test(qgroup, exact_numbers_deep_tree)
  * the old extent leaves the snapshot and is the source's alone. */
 Test(qgroup, whole_extent_replaced_in_snapshot_of_deep_tree)
 {
-	snprintf(where, sizeof(where), "deep tree, extent replaced in the snapshot");
+	snprintf(qg_where, sizeof(qg_where), "deep tree, extent replaced in the snapshot");
 	sim_volume *vol;
 	uint64_t sv, snap;
 	ref_fs *fs = deep_fixture(&vol, 60, &sv);
@@ -841,7 +698,7 @@ Test(qgroup, whole_extent_replaced_in_snapshot_of_deep_tree)
 
 Test(qgroup, limit_rfer)
 {
-	snprintf(where, sizeof(where), "rfer limit");
+	snprintf(qg_where, sizeof(qg_where), "rfer limit");
 	sim_volume *vol;
 	ref_fs *fs = wu_fresh(&vol, 256, 0);
 	WU_OK(fs, ref_qgroup_enable(fs));
@@ -938,7 +795,7 @@ Test(qgroup, limit_rfer)
  * count; overwrites in the snapshot do, up to the limit. */
 Test(qgroup, limit_excl_snapshot)
 {
-	snprintf(where, sizeof(where), "excl limit");
+	snprintf(qg_where, sizeof(qg_where), "excl limit");
 	sim_volume *vol;
 	ref_fs *fs = wu_fresh(&vol, 256, 0);
 	WU_OK(fs, ref_qgroup_enable(fs));
@@ -1005,7 +862,7 @@ Test(qgroup, limit_excl_snapshot)
 
 Test(qgroup, errnos)
 {
-	snprintf(where, sizeof(where), "errnos");
+	snprintf(qg_where, sizeof(qg_where), "errnos");
 	sim_volume *vol;
 	ref_fs *fs = wu_fresh(&vol, 256, 0);
 	uint64_t sv;
@@ -1040,7 +897,7 @@ static void crash_first(ref_fs *fs)
 
 static void crash_state(ref_fs *fs, size_t cut, bool cleaned)
 {
-	snprintf(where, sizeof(where), "crash state at cut %zu%s", cut,
+	snprintf(qg_where, sizeof(qg_where), "crash state at cut %zu%s", cut,
 		 cleaned ? ", the cleaner finished" : "");
 	uint64_t gen = LE64(ref_super(fs)->generation);
 	crash_states_seen += !cleaned;
@@ -1048,7 +905,7 @@ static void crash_state(ref_fs *fs, size_t cut, bool cleaned)
 	uint64_t flags;
 	WU_OK(fs, ref_qgroup_status(fs, &on, &flags));
 	if (gen >= crash_enabled_gen)
-		cr_assert(on, "%s: generation %llu, quotas enabled at %llu, yet off", where,
+		cr_assert(on, "%s: generation %llu, quotas enabled at %llu, yet off", qg_where,
 			  (unsigned long long)gen, (unsigned long long)crash_enabled_gen);
 	if (!on) /* a state before the enabling */
 		return;
@@ -1195,7 +1052,7 @@ Test(qgroup, corrupt_long_info_item)
  * snapshot taken with the first still dropping. */
 Test(qgroup, source_changes_while_cleaner_runs)
 {
-	snprintf(where, sizeof(where), "cleaner half-way");
+	snprintf(qg_where, sizeof(qg_where), "cleaner half-way");
 	sim_volume *vol;
 	ref_fs *fs = wu_fresh(&vol, 256, 4096);
 	char p[32];
@@ -1208,17 +1065,17 @@ Test(qgroup, source_changes_while_cleaner_runs)
 	WU_OK(fs, ref_subvol_delete(fs, "/s1"));
 	expect_consistent(fs);
 	WU_OK(fs, ref_sync(fs)); /* one cleaner step */
-	snprintf(where, sizeof(where), "cleaner half-way: one step");
+	snprintf(qg_where, sizeof(qg_where), "cleaner half-way: one step");
 	expect_consistent(fs);
 	for (int i = 0; i < 120; i += 7) {
 		snprintf(p, sizeof(p), "/f%d", i);
 		write_pattern(fs, p, 100, 3000, 1000 + (uint64_t)i);
 		WU_OK(fs, ref_sync(fs));
-		snprintf(where, sizeof(where), "cleaner half-way: /f%d rewritten", i);
+		snprintf(qg_where, sizeof(qg_where), "cleaner half-way: /f%d rewritten", i);
 		expect_consistent(fs);
 	}
 	WU_OK(fs, ref_snapshot(fs, "/", "/s2", false, NULL));
-	snprintf(where, sizeof(where), "cleaner half-way: second snapshot");
+	snprintf(qg_where, sizeof(qg_where), "cleaner half-way: second snapshot");
 	expect_consistent(fs);
 	WU_OK(fs, ref_subvol_delete(fs, "/s2"));
 	expect_consistent(fs);
@@ -1226,11 +1083,11 @@ Test(qgroup, source_changes_while_cleaner_runs)
 		snprintf(p, sizeof(p), "/f%d", i);
 		WU_OK(fs, ref_truncate(fs, p, 1000));
 		WU_OK(fs, ref_sync(fs));
-		snprintf(where, sizeof(where), "cleaner half-way: /f%d truncated", i);
+		snprintf(qg_where, sizeof(qg_where), "cleaner half-way: /f%d truncated", i);
 		expect_consistent(fs);
 	}
 	WU_OK(fs, ref_subvol_sync(fs));
-	snprintf(where, sizeof(where), "cleaner half-way: the cleaner finished");
+	snprintf(qg_where, sizeof(qg_where), "cleaner half-way: the cleaner finished");
 	expect_consistent(fs);
 	struct ref_qgroup top = qget(fs, BTRFS_FS_TREE_OBJECTID);
 	cr_assert_eq(top.rfer, top.excl, "the top level alone: rfer %llu excl %llu",
@@ -1259,7 +1116,7 @@ static ref_fs *mix_like_fs(sim_volume **vol)
  * share: its rfer falls by the extent (seed 1's failure, reduced). */
 Test(qgroup, extent_dropped_in_snapshot_of_snapshot)
 {
-	snprintf(where, sizeof(where), "snapshot of a snapshot");
+	snprintf(qg_where, sizeof(qg_where), "snapshot of a snapshot");
 	sim_volume *vol;
 	ref_fs *fs = mix_like_fs(&vol);
 	write_pattern(fs, "/f22", 76464, 10120, 1); /* one 16 KiB extent */
@@ -1284,7 +1141,7 @@ Test(qgroup, extent_dropped_in_snapshot_of_snapshot)
  * holds all it reaches alone (seed 0x5eed's failure, reduced). */
 Test(qgroup, cow_after_the_cleaner)
 {
-	snprintf(where, sizeof(where), "COW after the cleaner");
+	snprintf(qg_where, sizeof(qg_where), "COW after the cleaner");
 	sim_volume *vol;
 	ref_fs *fs = mix_like_fs(&vol);
 	write_pattern(fs, "/f19", 10437, 3643, 1);
@@ -1317,7 +1174,7 @@ Test(qgroup, cow_after_the_cleaner)
  * on it. */
 Test(qgroup, snapshot_inherits_limits)
 {
-	snprintf(where, sizeof(where), "limits inherited");
+	snprintf(qg_where, sizeof(qg_where), "limits inherited");
 	sim_volume *vol;
 	ref_fs *fs = wu_fresh(&vol, 256, 0);
 	WU_OK(fs, ref_qgroup_enable(fs));
@@ -1345,7 +1202,7 @@ Test(qgroup, snapshot_inherits_limits)
  * kernel's try_flush_qgroup). */
 Test(qgroup, limit_counts_a_deletion_first)
 {
-	snprintf(where, sizeof(where), "deletion before a write at the limit");
+	snprintf(qg_where, sizeof(qg_where), "deletion before a write at the limit");
 	sim_volume *vol;
 	ref_fs *fs = wu_fresh(&vol, 256, 0);
 	WU_OK(fs, ref_qgroup_enable(fs));
@@ -1412,7 +1269,7 @@ Test(qgroup, stale_numbers_of_a_dropped_group)
 
 	sim_volume *vol;
 	ref_fs *fs = mount_image(img, &vol);
-	snprintf(where, sizeof(where), "stale numbers");
+	snprintf(qg_where, sizeof(qg_where), "stale numbers");
 	cr_assert_eq(qget(fs, 256).rfer, stale);
 	cr_assert_eq(status_flags(fs) & BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT, 0);
 	WU_OK(fs, ref_subvol_delete(fs, "/sv"));
@@ -1425,7 +1282,7 @@ Test(qgroup, stale_numbers_of_a_dropped_group)
 	cr_assert_null(qfind(l, n, 256), "the dropped subvolume's group is still there");
 	free(l);
 	WU_OK(fs, ref_qgroup_rescan(fs));
-	snprintf(where, sizeof(where), "after the rescan");
+	snprintf(qg_where, sizeof(qg_where), "after the rescan");
 	expect_on(fs);
 	expect_consistent(fs);
 	WU_OK(fs, ref_umount(fs));

@@ -77,6 +77,28 @@ void wu_expect_ref_clean(sim_volume *vol)
 	ref_close(fs);
 }
 
+/* Whether btrfs check's only errors are btrfs-progs 6.2's false alarm on
+ * quota group relations: its qgroup pass (check/qgroup-verify.c,
+ * load_quota_info) reads the groups from the start of the leaf a search for
+ * (QGROUP_RELATION, 0, 0) lands in, so once the quota tree spans several
+ * leaves the groups of the first ones are not loaded and a relation naming
+ * one fails ("failed to add qgroup relation ... No such file or directory").
+ * The kernel reads them all; ref's check (run before) verified the groups. */
+static bool progs_relation_false_alarm(const char *text)
+{
+	bool seen = false;
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		if (strncmp(l, "ERROR: ", 7))
+			continue;
+		if (!strncmp(l, "ERROR: failed to add qgroup relation", 36))
+			seen = true;
+		else if (strncmp(l, "ERROR: loading qgroups from disk", 32) &&
+			 strncmp(l, "ERROR: failed to check quota groups", 35))
+			return false;
+	}
+	return seen;
+}
+
 void wu_expect_clean(sim_volume *vol)
 {
 	wu_expect_ref_clean(vol);
@@ -87,10 +109,18 @@ void wu_expect_clean(sim_volume *vol)
 	cr_assert_eq(sim_disk_save_image(vol, 0, path), 0);
 	char *text = NULL;
 	int st = iu_btrfs_check(path, NULL, &text);
+	if (st > 0 && text && progs_relation_false_alarm(text)) {
+		cr_log_warn("btrfs check: btrfs-progs' false alarm on quota group relations of a quota tree of several leaves; passed over");
+		st = 0;
+	}
 	if (st >= 0)
 		cr_expect_eq(st, 0, "btrfs check:\n%s", text);
 	free(text);
-	unlink(path);
+	/* WU_KEEP_FAILED=1: an image btrfs check failed stays, for a look. */
+	if (st > 0 && getenv("WU_KEEP_FAILED"))
+		fprintf(stderr, "wu_expect_clean: the image is kept at %s\n", path);
+	else
+		unlink(path);
 }
 
 sim_volume *wu_crashed_copy(sim_volume *base, const struct sim_io *log, size_t upto)
