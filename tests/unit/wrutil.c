@@ -5,6 +5,7 @@
 #include "ref/mkfs.h"
 
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -110,7 +111,7 @@ void wu_expect_clean(sim_volume *vol)
 	char *text = NULL;
 	int st = iu_btrfs_check(path, NULL, &text);
 	if (st > 0 && text && progs_relation_false_alarm(text)) {
-		cr_log_warn("btrfs check: btrfs-progs' false alarm on quota group relations of a quota tree of several leaves; passed over");
+		fprintf(stderr, "btrfs check: note: btrfs-progs' false alarm on quota group relations of a quota tree of several leaves; passed over\n");
 		st = 0;
 	}
 	if (st >= 0)
