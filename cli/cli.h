@@ -35,6 +35,7 @@ extern const struct cli_cmd cli_cmd_balance;
 extern const struct cli_cmd cli_cmd_map;
 extern const struct cli_cmd cli_cmd_mkfs;
 extern const struct cli_cmd cli_cmd_mkdir;
+extern const struct cli_cmd cli_cmd_mknod;
 extern const struct cli_cmd cli_cmd_rm;
 extern const struct cli_cmd cli_cmd_mv;
 extern const struct cli_cmd cli_cmd_ln;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,6 +46,9 @@ int cli_mount_degraded(const struct cli_cmd *cmd, char **imgs, int n, bool degra
 		snprintf(msg, sizeof(msg), "%s: %s", cli_errno_str(r, es, sizeof(es)), err);
 		return cli_fail_images(cmd, imgs, n, msg);
 	}
+	/* New files take this process's umask as the kernel would (not under
+	 * a default ACL). */
+	ref_umask(m->fs, cli_umask());
 	return 0;
 }
 
@@ -171,7 +175,8 @@ static const char mkdir_usage[] =
 	"\n"
 	"  -p, --parents     create missing parents too; no error when PATH is a\n"
 	"                    directory already\n"
-	"  -m, --mode MODE   permissions in octal (default 0777 less the umask)\n"
+	"  -m, --mode MODE   permissions in octal, exactly (default 0777 less the\n"
+	"                    umask, or masked by the parent's default ACL)\n"
 	"  -h, --help        show this help\n"
 	"\n"
 	"Exit status: 0, 1 when the operation or the commit failed (one line naming\n"
@@ -180,7 +185,28 @@ static const char mkdir_usage[] =
 const struct cli_cmd cli_cmd_mkdir;
 
 /* mkdir -p: each component in turn, existing directories kept. */
-static int mkdir_parents(struct cli_mount *m, const char *path, uint32_t mode, uint32_t pmode)
+/* mkdir -m MODE's mode exactly, as coreutils': neither the umask nor a
+ * default ACL may take bits from it (a chmod after, which the ACL follows). */
+static int exact_mode(struct cli_mount *m, const char *path, uint32_t mode)
+{
+	struct ref_stat st;
+	int r = ref_stat_path(m->fs, path, false, &st);
+	if (r || (st.mode & 07777) == mode)
+		return r;
+	return ref_chmod(m->fs, path, mode);
+}
+
+/* A parent made by mkdir -p keeps the owner's write and search bits. */
+static int parent_wx(struct cli_mount *m, const char *path)
+{
+	struct ref_stat st;
+	int r = ref_stat_path(m->fs, path, false, &st);
+	if (r || (st.mode & 0300) == 0300)
+		return r;
+	return ref_chmod(m->fs, path, (st.mode & 07777) | 0300);
+}
+
+static int mkdir_parents(struct cli_mount *m, const char *path, uint32_t mode, bool exact)
 {
 	char *buf = strdup(path);
 	if (!buf)
@@ -198,9 +224,13 @@ static int mkdir_parents(struct cli_mount *m, const char *path, uint32_t mode, u
 		bool last = buf[j] == '\0';
 		char save = buf[i];
 		buf[i] = '\0';
-		int r = ref_mkdir(m->fs, buf, last ? mode : pmode);
+		int r = ref_mkdir(m->fs, buf, last ? mode : 0777);
 		struct ref_stat st;
-		if (r == -EEXIST && ref_stat_path(m->fs, buf, true, &st) == 0 && S_ISDIR(st.mode))
+		if (!r && last && exact)
+			r = exact_mode(m, buf, mode);
+		else if (!r && !last) /* as coreutils: a parent gets u+wx, whatever masked it */
+			r = parent_wx(m, buf);
+		else if (r == -EEXIST && ref_stat_path(m->fs, buf, true, &st) == 0 && S_ISDIR(st.mode))
 			r = 0;
 		else if (r == -EEXIST) {
 			cli_report(m, buf, EEXIST, "exists and is not a directory");
@@ -224,8 +254,8 @@ static int cmd_mkdir(int argc, char **argv)
 		{ "parents", no_argument, NULL, 'p' }, { "mode", required_argument, NULL, 'm' },
 		OPT_HELP, OPT_END,
 	};
-	bool parents = false;
-	uint32_t mode = 0777 & ~cli_umask();
+	bool parents = false, exact = false;
+	uint32_t mode = 0777; /* (the umask, or a default ACL, applied by ref) */
 	int c, nimg = 0;
 	optind = 1;
 	opterr = 0;
@@ -236,6 +266,7 @@ static int cmd_mkdir(int argc, char **argv)
 			if (parse_mode(optarg, &mode))
 				return cli_usage_error(&cli_cmd_mkdir, "bad mode '%s' (octal, at most 07777)",
 						       optarg);
+			exact = true;
 			break;
 		case 'h': return cli_help(&cli_cmd_mkdir);
 		default: return cli_usage_error(&cli_cmd_mkdir, "unknown option '%s'", argv[optind - 1]);
@@ -249,8 +280,10 @@ static int cmd_mkdir(int argc, char **argv)
 	if ((rc = cli_mount(&cli_cmd_mkdir, argv + optind, nimg, &m)))
 		return rc;
 	if (parents)
-		return mkdir_parents(&m, path, mode, (0777 & ~cli_umask()) | 0300);
+		return mkdir_parents(&m, path, mode, exact);
 	int r = ref_mkdir(m.fs, path, mode);
+	if (!r && exact)
+		r = exact_mode(&m, path, mode);
 	return r ? cli_op_fail(&m, path, r) : cli_umount(&m);
 }
 
@@ -259,6 +292,81 @@ const struct cli_cmd cli_cmd_mkdir = {
 	.summary = "create a directory in the file system on images",
 	.usage = mkdir_usage,
 	.run = cmd_mkdir,
+};
+
+/* ---- mknod ---- */
+
+static const char mknod_usage[] =
+	"usage: btrsim mknod [options] IMG... NAME TYPE [MAJOR MINOR]\n"
+	"\n"
+	"Make the special file NAME in the file system on the images, as mknod(1),\n"
+	"then commit.  TYPE: b a block device, c (or u) a character device (both\n"
+	"need MAJOR and MINOR, decimal, or 0x hex, or 0 octal), p a fifo.\n"
+	"\n"
+	"  -m, --mode MODE   permissions in octal (default 0666 less the umask, or\n"
+	"                    masked by the parent's default ACL)\n"
+	"  -h, --help        show this help\n"
+	"\n"
+	"Exit status: 0, 1 when the operation or the commit failed (one line naming\n"
+	"the errno), 2 bad usage.\n";
+
+const struct cli_cmd cli_cmd_mknod;
+
+static int cmd_mknod(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "mode", required_argument, NULL, 'm' }, OPT_HELP, OPT_END,
+	};
+	uint32_t mode = 0666;
+	bool exact = false;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+m:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'm':
+			if (parse_mode(optarg, &mode))
+				return cli_usage_error(&cli_cmd_mknod, "bad mode '%s' (octal, at most 07777)",
+						       optarg);
+			exact = true;
+			break;
+		case 'h': return cli_help(&cli_cmd_mknod);
+		default: return cli_usage_error(&cli_cmd_mknod, "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	/* NAME TYPE or NAME TYPE MAJOR MINOR at the end: which, by TYPE's place */
+	int n = argc - optind, nfs;
+	if (n >= 3 && !strcmp(argv[argc - 1], "p") && strlen(argv[argc - 1]) == 1)
+		nfs = 2;
+	else if (n >= 5 && strlen(argv[argc - 3]) == 1 && strchr("bcu", argv[argc - 3][0]))
+		nfs = 4;
+	else if (n >= 3 && strlen(argv[argc - 1]) == 1 && strchr("bcu", argv[argc - 1][0]))
+		return cli_usage_error(&cli_cmd_mknod, "a %s device needs MAJOR and MINOR",
+				       argv[argc - 1][0] == 'b' ? "block" : "character");
+	else
+		return cli_usage_error(&cli_cmd_mknod, "needs at least one image, a NAME and a TYPE (b, c, u or p)");
+	const char *name = argv[argc - nfs], *type = argv[argc - nfs + 1];
+	uint64_t major = 0, minor = 0;
+	if (nfs == 4 && (cli_parse_u64(argv[argc - 2], &major, 0) || cli_parse_u64(argv[argc - 1], &minor, 0) ||
+			 major > 0xfff || minor > 0xfffff))
+		return cli_usage_error(&cli_cmd_mknod, "bad device number %s %s (MAJOR at most 4095, MINOR at most 1048575)",
+				       argv[argc - 2], argv[argc - 1]);
+	uint32_t kind = *type == 'p' ? S_IFIFO : *type == 'b' ? S_IFBLK : S_IFCHR;
+	struct cli_mount m;
+	int rc = cli_mount(&cli_cmd_mknod, argv + optind, n - nfs, &m);
+	if (rc)
+		return rc;
+	int r = ref_mknod(m.fs, name, kind | mode, makedev((unsigned)major, (unsigned)minor));
+	if (!r && exact)
+		r = exact_mode(&m, name, mode);
+	return r ? cli_op_fail(&m, name, r) : cli_umount(&m);
+}
+
+const struct cli_cmd cli_cmd_mknod = {
+	.name = "mknod",
+	.summary = "make a fifo or a device node",
+	.usage = mknod_usage,
+	.run = cmd_mknod,
 };
 
 /* ---- rm ---- */
@@ -579,7 +687,7 @@ static int cmd_truncate(int argc, char **argv)
 		return rc;
 	int r = ref_truncate(m.fs, path, size);
 	if (r == -ENOENT && !no_create) {
-		r = ref_create(m.fs, path, 0666 & ~cli_umask());
+		r = ref_create(m.fs, path, 0666); /* (less the umask: ref_umask) */
 		if (r == 0)
 			r = ref_truncate(m.fs, path, size);
 		else if (r == -EEXIST) /* a dangling symlink: report the first ENOENT */
@@ -714,7 +822,7 @@ static int cmd_write(int argc, char **argv)
 		return rc;
 	}
 	int r = 0;
-	if (create && (r = ref_create(m.fs, path, 0666 & ~cli_umask())) == -EEXIST)
+	if (create && (r = ref_create(m.fs, path, 0666)) == -EEXIST)
 		r = 0;
 	uint64_t done = 0;
 	for (bool first = true; !r; first = false) {

@@ -1,8 +1,8 @@
 /*
  * cmd-put.c - `btrsim put`: copy a host file or directory tree into the file
  * system on images, as `cp -a` would: data (holes skipped with SEEK_DATA /
- * SEEK_HOLE), directories, symlinks, hard links, modes, owners, times and
- * xattrs, through the write API of ref/vfs.h.
+ * SEEK_HOLE), directories, symlinks, special files, hard links, modes,
+ * owners, times, xattrs and POSIX ACLs, through the write API of ref/vfs.h.
  */
 #include "cli/fsops.h"
 
@@ -28,10 +28,13 @@ static const char usage_text[] =
 	"\n"
 	"Copied: file data (holes in SRC stay holes), directories, symlinks, hard\n"
 	"links (within SRC), permissions, owner and group, access and modification\n"
-	"times, and xattrs in the user., trusted. and security. namespaces; others\n"
-	"(system.posix_acl_*, ...) are skipped with a note.  Symlinks get the owner\n"
+	"times, xattrs in the user., trusted. and security. namespaces and POSIX\n"
+	"ACLs (system.posix_acl_access and _default, as getfacl shows them; a copy\n"
+	"keeps the source's ACLs only, none inherited from DEST's default ACL);\n"
+	"other xattrs are skipped with a note.  Fifos, sockets and character and\n"
+	"block devices are made as the source's (mknod).  Symlinks get the owner\n"
 	"root and the current time (the file system has no lchown or lutimes) and no\n"
-	"xattrs.  Fifos, sockets and device nodes are reported and skipped.\n"
+	"xattrs.\n"
 	"\n"
 	"  -v, --verbose   print each path as it is copied\n"
 	"      --degraded  mount with devices missing (writes go to the copies left)\n"
@@ -47,6 +50,9 @@ static const char usage_text[] =
 const struct cli_cmd cli_cmd_put;
 
 #define CHUNK (1u << 20)
+
+#define ACL_ACCESS "system.posix_acl_access"
+#define ACL_DEFAULT "system.posix_acl_default"
 
 /* A host inode with several links, copied once at `path`. */
 struct linked {
@@ -169,7 +175,25 @@ static int copy_data(struct put *p, const char *host, const char *path, const st
 static bool supported_ns(const char *name)
 {
 	return !strncmp(name, "user.", 5) || !strncmp(name, "trusted.", 8) ||
-	       !strncmp(name, "security.", 9);
+	       !strncmp(name, "security.", 9) || !strcmp(name, ACL_ACCESS) ||
+	       !strcmp(name, ACL_DEFAULT);
+}
+
+/* ACLs path inherited from its directory's default ACL that host does not
+ * have: removed, as cp -a leaves the copy with host's ACLs only. */
+static void drop_inherited_acls(struct put *p, const char *host, const char *path, bool dir)
+{
+	const char *names[2] = { ACL_ACCESS, ACL_DEFAULT };
+	for (int i = 0; i < (dir ? 2 : 1); i++) {
+		if (lgetxattr(host, names[i], NULL, 0) >= 0 || (errno != ENODATA && errno != ENOTSUP))
+			continue;
+		int r = ref_removexattr(p->m->fs, path, names[i]);
+		if (r) {
+			char what[PATH_MAX + 300];
+			snprintf(what, sizeof(what), "%s: %s", path, names[i]);
+			fs_error(p, what, r);
+		}
+	}
 }
 
 /* The xattrs of host, onto path. */
@@ -260,6 +284,7 @@ static void copy_metadata(struct put *p, const char *host, const char *path, con
 	copy_xattrs(p, host, path, S_ISLNK(st->st_mode));
 	if (S_ISLNK(st->st_mode) || p->stop)
 		return; /* chown, chmod and utimes would follow the link */
+	drop_inherited_acls(p, host, path, S_ISDIR(st->st_mode));
 	int r;
 	if ((r = ref_chown(p->m->fs, path, st->st_uid, st->st_gid)) ||
 	    (r = ref_chmod(p->m->fs, path, st->st_mode & 07777))) {
@@ -382,18 +407,12 @@ static void put_entry(struct put *p, const char *host, const char *path, bool in
 		}
 		break;
 	}
-	default: {
-		const char *kind = S_ISFIFO(st.st_mode)	 ? "a fifo"
-				   : S_ISSOCK(st.st_mode) ? "a socket"
-				   : S_ISCHR(st.st_mode)	 ? "a character device"
-				   : S_ISBLK(st.st_mode)	 ? "a block device"
-							 : "of an unknown type";
-		fprintf(stderr, "btrsim put: %s: not supported: %s (the file system cannot make "
-				"special files)\n",
-			host, kind);
-		p->errors++;
-		return;
-	}
+	default: /* fifos, sockets, devices */
+		if ((r = ref_mknod(fs, path, st.st_mode & (S_IFMT | 07777), st.st_rdev))) {
+			fs_error(p, path, r);
+			return;
+		}
+		break;
 	}
 	copy_metadata(p, host, path, &st);
 	if (multi && !p->stop)

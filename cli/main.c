@@ -12,6 +12,7 @@
 static const struct cli_cmd *const commands[] = {
 	&cli_cmd_mkfs,
 	&cli_cmd_mkdir,
+	&cli_cmd_mknod,
 	&cli_cmd_rm,
 	&cli_cmd_mv,
 	&cli_cmd_ln,

@@ -1,6 +1,7 @@
 /*
  * attr.c - inode attributes: xattrs (XATTR_ITEMs keyed by the name's hash,
- * colliding names sharing an item, as directory entries do), chmod, chown
+ * colliding names sharing an item, as directory entries do; the POSIX ACLs
+ * among them through acl.c), chmod (the access ACL following), chown
  * and utimes; file capabilities removed by writes, truncates, fallocate and
  * chown (vfs_killpriv).
  */
@@ -27,6 +28,8 @@ static int check_name(ref_fs *fs, const char *name, size_t *len)
 		if (*len > pl && !strncmp(name, prefixes[i], pl))
 			return 0;
 	}
+	if (acl_name(name, NULL)) /* the system. namespace holds the ACLs only */
+		return 0;
 	return ref_fail(fs, EOPNOTSUPP, "%s: unsupported xattr namespace", name);
 }
 
@@ -54,40 +57,29 @@ static int xattr_target(ref_fs *fs, const char *path, const char *name, struct r
 	return 0;
 }
 
-int ref_setxattr(ref_fs *fs, const char *path, const char *name, const void *value, size_t len,
-		 int flags)
+int vfs_xattr_put(ref_fs *fs, const struct ref_ino *ino, const char *name, size_t nlen,
+		  const void *value, size_t len, int flags)
 {
-	struct ref_ino ino;
-	struct btrfs_inode_item ii;
-	size_t nlen;
-	int r = vfs_begin(fs, 6, false);
-	if (r || (r = xattr_target(fs, path, name, &ino, &ii, &nlen)))
-		return vfs_end(fs, r);
-	if (flags & ~(XATTR_CREATE | XATTR_REPLACE))
-		return vfs_end(fs, ref_fail(fs, EINVAL, "invalid xattr flags"));
-	if (len > XATTR_VALUE_MAX)
-		return vfs_end(fs, ref_fail(fs, E2BIG, "xattr values are at most 64 KiB"));
-	if ((r = vfs_writable(fs, &ino))) /* xattr_permission: before EEXIST, ENODATA */
-		return vfs_end(fs, r);
 	if (DIR_ENTRY + nlen + len > bt_max_item(fs))
-		return vfs_end(fs, ref_fail(fs, ENOSPC, "the xattr does not fit in a leaf"));
+		return ref_fail(fs, ENOSPC, "the xattr does not fit in a leaf");
 	struct rw_tree *t;
-	if ((r = rw_tree_get(fs, ino.subvol, &t)))
-		return vfs_end(fs, r);
-	struct ref_key k = { ino.ino, BTRFS_XATTR_ITEM_KEY, ref_name_hash(name, nlen) };
+	int r = rw_tree_get(fs, ino->subvol, &t);
+	if (r)
+		return r;
+	struct ref_key k = { ino->ino, BTRFS_XATTR_ITEM_KEY, ref_name_hash(name, nlen) };
 	uint32_t off, esize;
 	r = find_entry(fs, &t->root, &k, name, nlen, &off, &esize, NULL, NULL);
 	if (r && r != -ENODATA)
-		return vfs_end(fs, r);
+		return r;
 	if (r == 0 && flags & XATTR_CREATE)
-		return vfs_end(fs, ref_fail(fs, EEXIST, "%s: xattr exists", name));
+		return ref_fail(fs, EEXIST, "%s: xattr exists", name);
 	if (r == -ENODATA && flags & XATTR_REPLACE)
-		return vfs_end(fs, ref_fail(fs, ENODATA, "%s: no such xattr", name));
+		return ref_fail(fs, ENODATA, "%s: no such xattr", name);
 	if (r == 0 && (r = bt_item_cut(fs, t, &k, off, esize)))
-		return vfs_end(fs, r);
+		return r;
 	uint8_t *e = malloc(DIR_ENTRY + nlen + len);
 	if (!e)
-		return vfs_end(fs, ref_fail(fs, ENOMEM, "out of memory"));
+		return ref_fail(fs, ENOMEM, "out of memory");
 	struct btrfs_dir_item di;
 	memset(&di, 0, sizeof(di));
 	di.transid = htole64(fs->rw->transid);
@@ -102,7 +94,62 @@ int ref_setxattr(ref_fs *fs, const char *path, const char *name, const void *val
 	if (r == -EOVERFLOW)
 		r = ref_fail(fs, ENOSPC, "no room for this xattr beside its hash neighbours");
 	free(e);
-	if (!r && !(r = inode_read(fs, &ino, &ii))) {
+	return r;
+}
+
+int vfs_xattr_cut(ref_fs *fs, const struct ref_ino *ino, const char *name, size_t nlen)
+{
+	struct rw_tree *t;
+	int r = rw_tree_get(fs, ino->subvol, &t);
+	if (r)
+		return r;
+	struct ref_key k = { ino->ino, BTRFS_XATTR_ITEM_KEY, ref_name_hash(name, nlen) };
+	uint32_t off, esize;
+	if ((r = find_entry(fs, &t->root, &k, name, nlen, &off, &esize, NULL, NULL)))
+		return r;
+	return bt_item_cut(fs, t, &k, off, esize);
+}
+
+int vfs_xattr_get(ref_fs *fs, const struct ref_ino *ino, const char *name, size_t nlen,
+		  uint8_t **value, size_t *len)
+{
+	struct ref_root root;
+	int r = ref_find_root(fs, ino->subvol, &root);
+	if (r)
+		return r;
+	struct ref_key k = { ino->ino, BTRFS_XATTR_ITEM_KEY, ref_name_hash(name, nlen) };
+	uint32_t off, esize;
+	if (!(*value = malloc(bt_max_item(fs))))
+		return ref_fail(fs, ENOMEM, "out of memory");
+	r = find_entry(fs, &root, &k, name, nlen, &off, &esize, *value, len);
+	if (r) {
+		free(*value);
+		*value = NULL;
+	}
+	return r;
+}
+
+int ref_setxattr(ref_fs *fs, const char *path, const char *name, const void *value, size_t len,
+		 int flags)
+{
+	struct ref_ino ino;
+	struct btrfs_inode_item ii;
+	size_t nlen;
+	bool dflt;
+	int r = vfs_begin(fs, 6, false);
+	if (r || (r = xattr_target(fs, path, name, &ino, &ii, &nlen)))
+		return vfs_end(fs, r);
+	if (flags & ~(XATTR_CREATE | XATTR_REPLACE))
+		return vfs_end(fs, ref_fail(fs, EINVAL, "invalid xattr flags"));
+	if (len > XATTR_VALUE_MAX)
+		return vfs_end(fs, ref_fail(fs, E2BIG, "xattr values are at most 64 KiB"));
+	if ((r = vfs_writable(fs, &ino))) /* xattr_permission: before EEXIST, ENODATA */
+		return vfs_end(fs, r);
+	if (acl_name(name, &dflt)) /* (the flags play no part: vfs_set_acl) */
+		r = acl_set(fs, &ino, &ii, dflt, value, len);
+	else if (!(r = vfs_xattr_put(fs, &ino, name, nlen, value, len, flags)))
+		r = inode_read(fs, &ino, &ii);
+	if (!r) {
 		inode_touch(fs, &ii, false, true);
 		r = inode_write(fs, &ino, &ii);
 	}
@@ -116,19 +163,16 @@ int ref_removexattr(ref_fs *fs, const char *path, const char *name)
 	struct ref_ino ino;
 	struct btrfs_inode_item ii;
 	size_t nlen;
+	bool dflt;
 	int r = vfs_begin(fs, 4, true);
 	if (r || (r = xattr_target(fs, path, name, &ino, &ii, &nlen)) ||
 	    (r = vfs_writable(fs, &ino))) /* xattr_permission: before ENODATA */
 		return vfs_end(fs, r);
-	struct rw_tree *t;
-	if ((r = rw_tree_get(fs, ino.subvol, &t)))
-		return vfs_end(fs, r);
-	struct ref_key k = { ino.ino, BTRFS_XATTR_ITEM_KEY, ref_name_hash(name, nlen) };
-	uint32_t off, esize;
-	r = find_entry(fs, &t->root, &k, name, nlen, &off, &esize, NULL, NULL);
+	if (acl_name(name, &dflt)) /* none there is no error (vfs_remove_acl) */
+		r = acl_set(fs, &ino, &ii, dflt, NULL, 0);
+	else if ((r = vfs_xattr_cut(fs, &ino, name, nlen)) == -ENODATA)
+		r = ref_fail(fs, ENODATA, "%s: no such xattr", name);
 	if (r)
-		return vfs_end(fs, r == -ENODATA ? ref_fail(fs, ENODATA, "%s: no such xattr", name) : r);
-	if ((r = bt_item_cut(fs, t, &k, off, esize)))
 		return vfs_end(fs, r);
 	inode_touch(fs, &ii, false, true);
 	if (!(r = inode_write(fs, &ino, &ii)))
@@ -140,27 +184,16 @@ ssize_t ref_getxattr(ref_fs *fs, const char *path, const char *name, void *value
 {
 	struct ref_ino ino;
 	struct btrfs_inode_item ii;
-	size_t nlen;
+	size_t nlen, vlen = 0;
+	uint8_t *buf;
 	int r = xattr_target(fs, path, name, &ino, &ii, &nlen);
-	if (r)
-		return r;
-	struct ref_root root;
-	if ((r = ref_find_root(fs, ino.subvol, &root)))
-		return r;
-	struct ref_key k = { ino.ino, BTRFS_XATTR_ITEM_KEY, ref_name_hash(name, nlen) };
-	uint32_t off, esize;
-	uint8_t *buf = malloc(bt_max_item(fs));
-	if (!buf)
-		return ref_fail(fs, ENOMEM, "out of memory");
-	size_t vlen = 0;
-	r = find_entry(fs, &root, &k, name, nlen, &off, &esize, buf, &vlen);
-	if (r == 0 && len && vlen > len)
+	if (r || (r = vfs_xattr_get(fs, &ino, name, nlen, &buf, &vlen)))
+		return r == -ENODATA ? ref_fail(fs, ENODATA, "%s: no such xattr", name) : r;
+	if (len && vlen > len)
 		r = ref_fail(fs, ERANGE, "the value is %zu bytes", vlen);
-	else if (r == 0 && len)
+	else if (len)
 		memcpy(value, buf, vlen);
 	free(buf);
-	if (r == -ENODATA)
-		return ref_fail(fs, ENODATA, "%s: no such xattr", name);
 	return r ? r : (ssize_t)vlen;
 }
 
@@ -182,7 +215,9 @@ int vfs_killpriv(ref_fs *fs, const struct ref_ino *ino, unsigned items, bool del
 	return bt_item_cut(fs, t, &k, off, esize);
 }
 
-#define ATTR_ITEMS 2 /* set_attrs' reservation (killpriv adds its own) */
+#define ATTR_ITEMS 3 /* set_attrs' reservation (killpriv adds its own) */
+
+static int do_chmod(ref_fs *fs, struct btrfs_inode_item *ii, const void *arg);
 
 /* Changes an inode's attributes under `path` (following symlinks); with
  * killpriv (chown), a non-directory loses its file capabilities too. */
@@ -204,6 +239,8 @@ static int set_attrs(ref_fs *fs, const char *path, int (*fn)(ref_fs *, struct bt
 		return vfs_end(fs, r);
 	if (killpriv && !S_ISDIR(inode_mode(&ii)) &&
 	    (r = vfs_killpriv(fs, &ino, ATTR_ITEMS, false)))
+		return vfs_end(fs, r);
+	if (fn == do_chmod && (r = acl_chmod(fs, &ino, inode_mode(&ii))))
 		return vfs_end(fs, r);
 	inode_touch(fs, &ii, false, true);
 	return vfs_end(fs, inode_write(fs, &ino, &ii));

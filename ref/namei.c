@@ -1,5 +1,5 @@
 /*
- * namei.c - operations on names: create, mkdir, symlink, link, unlink, rmdir
+ * namei.c - operations on names: create, mkdir, mknod, symlink, link, unlink, rmdir
  * and rename (over an existing name, RENAME_NOREPLACE, RENAME_EXCHANGE),
  * with the checks and errnos of Linux's VFS and btrfs.
  */
@@ -46,10 +46,13 @@ int vfs_new_name(ref_fs *fs, const char *path, struct vfs_name *n)
 	return r == -ENOENT ? 0 : r;
 }
 
-static int make_node(ref_fs *fs, const char *path, uint32_t mode, const char *target)
+/* A new inode at path: mode (its type included), a symlink's target, a
+ * device's number (the kernel's i_rdev, major << 20 | minor). */
+static int make_node(ref_fs *fs, const char *path, uint32_t mode, const char *target,
+		     uint64_t rdev)
 {
 	struct vfs_name n;
-	int r = vfs_begin(fs, 8, false);
+	int r = vfs_begin(fs, 10, false);
 	if (r || (r = vfs_new_name(fs, path, &n)))
 		return vfs_end(fs, r);
 	if (n.trailing_slash && !S_ISDIR(mode))
@@ -66,14 +69,27 @@ static int make_node(ref_fs *fs, const char *path, uint32_t mode, const char *ta
 	bool sgid = inode_mode(&dii) & S_ISGID;
 	if (sgid && S_ISDIR(mode))
 		mode |= S_ISGID;
+	/* The directory's default ACL masks the mode (posix_acl_create). */
+	struct acl_inherited acl;
+	if ((r = acl_inherit(fs, &n.dir, &mode, &acl)))
+		return vfs_end(fs, r);
+	if (!acl.masked && !S_ISLNK(mode))
+		mode &= ~(fs->rw->umask & 0777);
 	struct ref_ino ino;
 	struct btrfs_inode_item ii;
-	if ((r = inode_create(fs, n.dir.subvol, mode, &ino, &ii)))
+	if ((r = inode_create(fs, n.dir.subvol, mode, &ino, &ii))) {
+		acl_inherited_free(&acl);
 		return vfs_end(fs, r);
-	if (sgid) {
-		ii.gid = dii.gid;
-		if ((r = inode_write(fs, &ino, &ii)))
-			return vfs_end(fs, r);
+	}
+	if (sgid || rdev) {
+		if (sgid)
+			ii.gid = dii.gid;
+		ii.rdev = htole64(rdev);
+		r = inode_write(fs, &ino, &ii);
+	}
+	if (r || (r = acl_inherit_store(fs, &ino, &acl))) {
+		acl_inherited_free(&acl);
+		return vfs_end(fs, r);
 	}
 	if (target) { /* a symlink's target: one inline extent */
 		size_t len = strlen(target);
@@ -99,15 +115,43 @@ static int make_node(ref_fs *fs, const char *path, uint32_t mode, const char *ta
 	return vfs_end(fs, r);
 }
 
+uint32_t ref_umask(ref_fs *fs, uint32_t mask)
+{
+	if (!fs->rw)
+		return 0;
+	uint32_t old = fs->rw->umask;
+	fs->rw->umask = mask & 0777;
+	return old;
+}
+
 int ref_create(ref_fs *fs, const char *path, uint32_t mode)
 {
-	return make_node(fs, path, S_IFREG | (mode & 07777), NULL);
+	return make_node(fs, path, S_IFREG | (mode & 07777), NULL, 0);
 }
 
 int ref_mkdir(ref_fs *fs, const char *path, uint32_t mode)
 {
 	/* mkdir(2) keeps only the permission bits and the sticky bit. */
-	return make_node(fs, path, S_IFDIR | (mode & (0777 | S_ISVTX)), NULL);
+	return make_node(fs, path, S_IFDIR | (mode & (0777 | S_ISVTX)), NULL, 0);
+}
+
+int ref_mknod(ref_fs *fs, const char *path, uint32_t mode, uint64_t dev)
+{
+	/* may_mknod: a type of 0 is a regular file; a directory EPERM */
+	uint32_t type = mode & S_IFMT;
+	if (type == S_IFDIR)
+		return ref_fail(fs, EPERM, "%s: mknod makes no directories", path);
+	if (type && type != S_IFREG && type != S_IFCHR && type != S_IFBLK && type != S_IFIFO &&
+	    type != S_IFSOCK)
+		return ref_fail(fs, EINVAL, "%s: file type 0%o", path, type);
+	/* The system call's device number is 32 bits (glibc refuses more);
+	 * new_decode_dev, then the kernel's MKDEV as btrfs stores it. */
+	if (dev >> 32)
+		return ref_fail(fs, EINVAL, "%s: device number %#llx past 32 bits", path,
+				(unsigned long long)dev);
+	uint64_t major = (dev & 0xfff00) >> 8, minor = (dev & 0xff) | ((dev >> 12) & 0xfff00);
+	uint64_t rdev = type == S_IFCHR || type == S_IFBLK ? major << 20 | minor : 0;
+	return make_node(fs, path, (type ? type : S_IFREG) | (mode & 07777), NULL, rdev);
 }
 
 int ref_symlink(ref_fs *fs, const char *target, const char *path)
@@ -117,7 +161,7 @@ int ref_symlink(ref_fs *fs, const char *target, const char *path)
 		return ref_fail(fs, ENOENT, "a symlink needs a target");
 	if (len >= PATH_LIMIT || len > fs->sectorsize - 1)
 		return ref_fail(fs, ENAMETOOLONG, "symlink target too long");
-	return make_node(fs, path, S_IFLNK | 0777, target);
+	return make_node(fs, path, S_IFLNK | 0777, target, 0);
 }
 
 int ref_link(ref_fs *fs, const char *oldpath, const char *newpath)

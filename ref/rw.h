@@ -174,6 +174,7 @@ struct rw_state {
 	bool fst_converted; /* this mount built the free-space tree (fst_convert.c) */
 	uint64_t orphans_cleaned; /* orphan items this mount removed (orphan.c) */
 	bool orphans_done;        /* orphan.c ran (at the first change of the mount) */
+	uint32_t umask;     /* applied to new inodes' modes (ref_umask) */
 	struct rw_pending_chunk *pending;
 	size_t npending, pending_cap;
 	struct rw_dev *devs;

@@ -84,9 +84,19 @@ int ref_sync(ref_fs *fs);
 /* How many transactions were committed since mount. */
 uint64_t ref_commits(const ref_fs *fs);
 
+/* The file-creation mask, as a process's umask: new files, directories
+ * and device nodes lose its bits, unless their directory has a default ACL
+ * (which masks them instead, as in Linux); symlinks never.  0 at mount (the
+ * modes given are used as they are).  Returns the mask it replaces. */
+uint32_t ref_umask(ref_fs *fs, uint32_t mask);
+
 /* Creates a regular file (open with O_CREAT | O_EXCL). */
 int ref_create(ref_fs *fs, const char *path, uint32_t mode);
 int ref_mkdir(ref_fs *fs, const char *path, uint32_t mode);
+/* mknod(2): a fifo, socket, character or block device (dev as the C
+ * library's dev_t, makedev(major, minor), at most 32 bits: EINVAL), or a
+ * regular file; a directory is EPERM. */
+int ref_mknod(ref_fs *fs, const char *path, uint32_t mode, uint64_t dev);
 int ref_symlink(ref_fs *fs, const char *target, const char *path);
 int ref_link(ref_fs *fs, const char *oldpath, const char *newpath);
 int ref_unlink(ref_fs *fs, const char *path);
@@ -103,7 +113,12 @@ int ref_fallocate(ref_fs *fs, const char *path, int mode, uint64_t off, uint64_t
 int ref_fsync(ref_fs *fs, const char *path);
 int ref_fdatasync(ref_fs *fs, const char *path);
 
-/* flags: 0, XATTR_CREATE or XATTR_REPLACE. */
+/* flags: 0, XATTR_CREATE or XATTR_REPLACE.  Names in the user., trusted. and
+ * security. namespaces, and the POSIX ACLs system.posix_acl_access and
+ * system.posix_acl_default, kept as Linux keeps them (acl.c: validated,
+ * the mode set from an access ACL, an ACL no more than the mode not stored,
+ * default ACLs inherited by new inodes, chmod rewriting the access ACL);
+ * others EOPNOTSUPP. */
 int ref_setxattr(ref_fs *fs, const char *path, const char *name, const void *value, size_t len,
 		 int flags);
 int ref_removexattr(ref_fs *fs, const char *path, const char *name);

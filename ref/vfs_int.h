@@ -72,6 +72,36 @@ bool vfs_is_standin(const struct ref_ino *ino);
  * boundary); a stand-in never does (it has no btrfs permission check). */
 int vfs_writable(ref_fs *fs, const struct ref_ino *ino);
 
+/* attr.c: an xattr of an inode, in the running transaction: stored
+ * (XATTR_CREATE / XATTR_REPLACE as setxattr's), removed (-ENODATA when
+ * absent), or read into a new buffer (free it; -ENODATA when absent). */
+int vfs_xattr_put(ref_fs *fs, const struct ref_ino *ino, const char *name, size_t nlen,
+		  const void *value, size_t len, int flags);
+int vfs_xattr_cut(ref_fs *fs, const struct ref_ino *ino, const char *name, size_t nlen);
+int vfs_xattr_get(ref_fs *fs, const struct ref_ino *ino, const char *name, size_t nlen,
+		  uint8_t **value, size_t *len);
+
+/* acl.c: POSIX ACLs. */
+/* Whether name is one of the two ACL xattrs (*dflt: the default one). */
+bool acl_name(const char *name, bool *dflt);
+/* setxattr (value) or removexattr (NULL) of an ACL on ino: stored or removed,
+ * ii's mode changed as an access ACL says (the caller writes ii). */
+int acl_set(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_item *ii, bool dflt,
+	    const void *value, size_t len);
+/* chmod: the access ACL's entries follow the new mode. */
+int acl_chmod(ref_fs *fs, const struct ref_ino *ino, uint32_t mode);
+/* What a new inode in dir takes from dir's default ACL: *mode masked, and
+ * the xattr values to store once it exists (acl_inherit_store, which frees
+ * them; acl_inherited_free when it is not made). */
+struct acl_inherited {
+	uint8_t *access, *dflt;
+	size_t alen, dlen;
+	bool masked; /* dir has a default ACL (then the umask plays no part) */
+};
+int acl_inherit(ref_fs *fs, const struct ref_ino *dir, uint32_t *mode, struct acl_inherited *out);
+int acl_inherit_store(ref_fs *fs, const struct ref_ino *ino, struct acl_inherited *in);
+void acl_inherited_free(struct acl_inherited *in);
+
 /* attr.c */
 /* What a write (of at least a byte), truncate or fallocate of a file, and a
  * chown of anything but a directory, do to its file capabilities, as Linux's

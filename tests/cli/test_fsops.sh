@@ -1,5 +1,5 @@
 #!/bin/sh
-# The commands that change a file system on images: mkdir, rm, mv, ln,
+# The commands that change a file system on images: mkdir, mknod, rm, mv, ln,
 # truncate, write and put.  Each one's success path, seen through ls, cat and
 # stat; their failures (exit 1, one line naming the errno) and bad usage
 # (exit 2); `put` of a host tree brought back by `extract` and compared; and
@@ -26,10 +26,10 @@ check() {
 # ---- Help and usage ----
 
 run help-lists-them 0 "$BTRSIM" --help
-for c in mkdir rm mv ln truncate write put; do out_has "^  $c "; done
+for c in mkdir mknod rm mv ln truncate write put; do out_has "^  $c "; done
 done_check
 
-for c in mkdir rm mv ln truncate write put; do
+for c in mkdir mknod rm mv ln truncate write put; do
 	run "$c-help" 0 "$BTRSIM" "$c" --help
 	out_has "^usage: btrsim $c "; err_empty; done_check
 	run "$c-no-operands" 2 "$BTRSIM" "$c"
@@ -68,6 +68,29 @@ run not-btrfs 1 "$BTRSIM" rm "$T/zero.img" /a
 err_has '^btrsim rm: '; err_lines 1; done_check
 run put-missing-source 1 "$BTRSIM" put "$img" "$T/no-such-dir" /x
 err_has "^btrsim put: $T/no-such-dir: ENOENT \(No such file or directory\)$"; err_lines 1
+done_check
+
+# ---- mknod ----
+
+run mknod-no-type 2 "$BTRSIM" mknod "$img" /n
+err_has 'needs at least one image, a NAME and a TYPE'; done_check
+run mknod-no-numbers 2 "$BTRSIM" mknod "$img" /n c
+err_has 'a character device needs MAJOR and MINOR'; done_check
+run mknod-bad-numbers 2 "$BTRSIM" mknod "$img" /n b 4096 1
+err_has 'bad device number 4096 1'; done_check
+run mknod-fifo 0 "$BTRSIM" mknod "$img" /pipe p
+done_check
+run mknod-chr 0 "$BTRSIM" mknod -m 0600 "$img" /tty c 4 0x40
+done_check
+run mknod-blk 0 "$BTRSIM" mknod "$img" /loop b 7 9
+done_check
+run mknod-exists 1 "$BTRSIM" mknod "$img" /pipe p
+err_has 'EEXIST'; done_check
+run mknod-listed 0 "$BTRSIM" ls -l "$img" /
+out_has '^p.* pipe$'; out_has '^crw------- .* tty$'; out_has '^b.* loop$'; done_check
+run mknod-stat 0 "$BTRSIM" stat "$img" /tty
+out_has 'Rdev: 4194368$'; out_has 'character special file'; done_check
+for n in pipe tty loop; do run mknod-rm 0 "$BTRSIM" rm "$img" /$n; done
 done_check
 
 # ---- mkdir ----
@@ -261,8 +284,10 @@ run put-contents-listed 0 "$BTRSIM" ls "$img" /c
 out_has '^5k$'; out_has '^nested$'; done_check
 
 mkfifo "$src/fifo"
-run put-fifo 1 "$BTRSIM" put "$img" "$src" /src2
-err_has "^btrsim put: $src/fifo: not supported: a fifo"; err_lines 1; done_check
+run put-fifo 0 "$BTRSIM" put "$img" "$src" /src2
+err_empty; done_check
+run put-fifo-made 0 "$BTRSIM" stat "$img" /src2/fifo
+out_has 'fifo'; done_check
 rm -f "$src/fifo"
 run put-fifo-rest-copied 0 "$BTRSIM" cat "$img" /src2/small
 out_has '^small$'; done_check
