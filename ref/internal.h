@@ -55,6 +55,7 @@ struct ref_fs {
 	struct ref_open_opts opts;
 	struct btrfs_super_disk sb;
 	int sb_mirror;
+	uint64_t fsid_change; /* BTRFS_SUPER_FLAG_CHANGING_FSID(_V2) on any valid copy */
 	uint32_t nodesize, sectorsize;
 	unsigned csum_type, csum_size;
 	uint8_t meta_fsid[BTRFS_FSID_BYTES]; /* the fsid tree blocks carry */

@@ -68,8 +68,21 @@ static void fsid_str(const uint8_t *u, char out[37])
 	 BTRFS_FEATURE_INCOMPAT_SKINNY_METADATA | BTRFS_FEATURE_INCOMPAT_NO_HOLES |        \
 	 BTRFS_FEATURE_INCOMPAT_METADATA_UUID | BTRFS_FEATURE_INCOMPAT_RAID1C34)
 
+/* The fsid a superblock's tree blocks carry, which identifies the file
+ * system across an fsid change: metadata_uuid with that feature (btrfstune
+ * -m / -M changes fsid and keeps it), else the fsid. */
+static const uint8_t *meta_fsid(const struct btrfs_super_disk *sb)
+{
+	return LE64(sb->incompat_flags) & BTRFS_FEATURE_INCOMPAT_METADATA_UUID ? sb->metadata_uuid
+									       : sb->fsid;
+}
+
 /* Picks the superblock: the newest valid copy over every disk (or only copy
- * `mirror`), and checks that every disk belongs to it. */
+ * `mirror`), and checks that every disk belongs to it.  Disks are matched by
+ * the fsid their tree blocks carry, so that a change of metadata_uuid that
+ * btrfstune left half done (some disks with the new fsid, others with the old
+ * one and CHANGING_FSID_V2) finds every disk; fs->fsid_change collects the
+ * CHANGING_FSID flags of every valid copy. */
 static int choose_super(ref_fs *fs)
 {
 	unsigned nd = sim_volume_ndisks(fs->vol);
@@ -83,13 +96,15 @@ static int choose_super(ref_fs *fs)
 			bool valid;
 			if (ref_read_super(fs->vol, d, m, &sb, &valid) || !valid)
 				continue;
-			if (found && memcmp(sb.fsid, fs->sb.fsid, BTRFS_FSID_BYTES)) {
+			if (found && memcmp(meta_fsid(&sb), meta_fsid(&fs->sb), BTRFS_FSID_BYTES)) {
 				char a[37], b[37];
 				fsid_str(fs->sb.fsid, a);
 				fsid_str(sb.fsid, b);
 				return ref_fail(fs, EINVAL,
 						"disk %u belongs to file system %s, not %s", d, b, a);
 			}
+			fs->fsid_change |= LE64(sb.flags) & (BTRFS_SUPER_FLAG_CHANGING_FSID |
+							     BTRFS_SUPER_FLAG_CHANGING_FSID_V2);
 			if (!found || LE64(sb.generation) > best_gen) {
 				fs->sb = sb;
 				fs->sb_mirror = m;
@@ -134,7 +149,7 @@ static int match_devices(ref_fs *fs)
 		}
 		if (!have)
 			return ref_fail(fs, EINVAL, "disk %u has no valid btrfs superblock", d);
-		if (memcmp(best.fsid, fs->sb.fsid, BTRFS_FSID_BYTES))
+		if (memcmp(meta_fsid(&best), meta_fsid(&fs->sb), BTRFS_FSID_BYTES))
 			return ref_fail(fs, EINVAL, "disk %u belongs to another file system", d);
 		uint64_t devid = LE64(best.dev_item.devid);
 		for (size_t i = 0; i < fs->ndevs; i++)
@@ -253,6 +268,15 @@ int ref_open(sim_volume *vol, const struct ref_open_opts *opts, ref_fs **out, ch
 	fs->opts = opts ? *opts : (struct ref_open_opts){ .super_mirror = -1 };
 	int r = choose_super(fs);
 	const char *why;
+	/* btrfstune -U stopped half-way: tree blocks carry either fsid.  The
+	 * kernel refuses the superblock, and btrfs check stops there too. */
+	if (!r && fs->fsid_change & BTRFS_SUPER_FLAG_CHANGING_FSID)
+		r = ref_fail(fs, EINVAL, "a change of the file system's UUID is in progress (btrfstune -U did not finish): finish it with btrfstune");
+	/* btrfstune -m / -M stopped half-way: every disk is found (by the fsid
+	 * its tree blocks carry) and read; writing is refused (rw_init), as the
+	 * kernel refuses the mount. */
+	if (!r && fs->fsid_change & BTRFS_SUPER_FLAG_CHANGING_FSID_V2)
+		ref_log(fs, "note: a change of metadata_uuid is incomplete (btrfstune did not finish); read as it stands, not writable");
 	if (!r && (why = ref_super_fields_invalid(&fs->sb)))
 		r = ref_fail(fs, EUCLEAN, "superblock (copy %d): %s", fs->sb_mirror, why);
 	if (!r) {

@@ -220,6 +220,8 @@ int rw_init(ref_fs *fs)
 	int r = check_features(fs);
 	if (r)
 		return r;
+	if (fs->fsid_change & BTRFS_SUPER_FLAG_CHANGING_FSID_V2) /* device_list_add's answer */
+		return ref_fail(fs, EAGAIN, "a device has an incomplete metadata_uuid change, please use btrfstune to complete");
 	struct rw_state *rw = calloc(1, sizeof(*rw));
 	if (!rw)
 		return ref_fail(fs, ENOMEM, "out of memory");
