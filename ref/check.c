@@ -168,6 +168,10 @@ static int walk(struct check *ck, uint64_t tree, uint64_t bytenr, uint64_t gen, 
 			    (unsigned long long)b->owner);
 	uint32_t n = LE32(h->nritems);
 	check_keys(ck, tree, bytenr, d, parent, lo, hi);
+	const char *why = h->level ? NULL : leaf_items_invalid(ck->fs, d);
+	if (why) /* (read all the same, as btrfs check goes on past it) */
+		check_error(ck, "tree %llu: leaf %llu: %s (the kernel's tree-checker refuses the leaf)",
+			    (unsigned long long)tree, (unsigned long long)bytenr, why);
 	if (!r && h->level == 0 && holds_files(tree))
 		r = collect_drefs(ck, tree, d, bytenr);
 	for (uint32_t i = 0; !r && h->level && i < n; i++) {
@@ -279,6 +283,10 @@ long ref_check(ref_fs *fs, const struct ref_check_opts *opts)
 	struct check ck = { fs, opts && opts->out ? opts->out : stdout, 0, opts && opts->verbose,
 			    &st, -1, { 0, 0, 0 } };
 	fprintf(ck.out, "[1/7] checking tree structure\n");
+	/* Leaves with items the tree-checker rejects are read and reported
+	 * (walk), not refused. */
+	bool unjudged = fs->items_unjudged;
+	fs->items_unjudged = true;
 	int r = walk_all(&ck);
 	if (!r) {
 		fprintf(ck.out, "[2/7] checking chunks, block groups and device extents\n");
@@ -306,6 +314,7 @@ long ref_check(ref_fs *fs, const struct ref_check_opts *opts)
 	if (!r)
 		r = check_qgroups(&ck);
 	state_free(&st);
+	fs->items_unjudged = unjudged;
 	if (r)
 		return ref_fail(fs, -r, "check stopped: %s", r == -ENOMEM ? "out of memory" : fs->err);
 	if (ck.errors)

@@ -56,6 +56,7 @@ struct ref_fs {
 	struct btrfs_super_disk sb;
 	int sb_mirror;
 	uint64_t fsid_change; /* BTRFS_SUPER_FLAG_CHANGING_FSID(_V2) on any valid copy */
+	bool items_unjudged;  /* leaves read without the tree-checker's item rules */
 	uint32_t nodesize, sectorsize;
 	unsigned csum_type, csum_size;
 	uint8_t meta_fsid[BTRFS_FSID_BYTES]; /* the fsid tree blocks carry */
@@ -225,6 +226,9 @@ int ref_read_child(ref_fs *fs, uint64_t bytenr, uint64_t gen, int level,
 		   const struct ref_key *first_key, struct ref_block **out);
 /* Validates a tree block image (checksum aside): header and item layout. */
 const char *block_invalid(const ref_fs *fs, const uint8_t *data, uint64_t bytenr);
+/* tree_check.c: the first item of a leaf the kernel's tree-checker rejects,
+ * as a reason; NULL when it takes them all. */
+const char *leaf_items_invalid(const ref_fs *fs, const uint8_t *data);
 bool block_csum_ok(const ref_fs *fs, const uint8_t *data);
 
 #endif

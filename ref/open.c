@@ -266,6 +266,7 @@ int ref_open(sim_volume *vol, const struct ref_open_opts *opts, ref_fs **out, ch
 	}
 	fs->vol = vol;
 	fs->opts = opts ? *opts : (struct ref_open_opts){ .super_mirror = -1 };
+	fs->items_unjudged = fs->opts.no_item_checks;
 	int r = choose_super(fs);
 	const char *why;
 	/* btrfstune -U stopped half-way: tree blocks carry either fsid.  The

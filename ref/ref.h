@@ -34,6 +34,12 @@ struct ref_open_opts {
 	 * device replace), left out of the file system instead of failing the
 	 * open. */
 	bool spares;
+	/* Leaves are judged item by item as the kernel's tree-checker judges
+	 * them (tree_check.c): a leaf with an item it rejects does not read
+	 * (EUCLEAN).  no_item_checks reads such leaves anyway, for a checker
+	 * that reports each rejected item (ref_check does, whatever this says,
+	 * as btrfs check goes on past them). */
+	bool no_item_checks;
 	/*
 	 * A log tree the superblock names (fsyncs since the last commit, power
 	 * lost before the next) is replayed by the open, as the kernel's mount

@@ -110,12 +110,9 @@ const char *block_invalid(const ref_fs *fs, const uint8_t *data, uint64_t bytenr
 		key_at(data, (int)i, &cur);
 		if (i && ref_key_cmp(&prev, &cur) >= 0)
 			return "keys out of order";
-		/* The tree-checker's check_extent_item: a skinny item's offset is a level. */
-		if (!h->level && cur.type == BTRFS_METADATA_ITEM_KEY && cur.offset >= BTRFS_MAX_TREE_LEVEL)
-			return "metadata item with a level of 8 or more";
 		prev = cur;
 	}
-	return NULL;
+	return h->level || fs->items_unjudged ? NULL : leaf_items_invalid(fs, data);
 }
 
 /* ---- The cache ---- */

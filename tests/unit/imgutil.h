@@ -43,6 +43,9 @@ struct iu_opened {
 };
 /* Opens an image file read-only as a one-disk sim volume and the fs on it. */
 struct iu_opened iu_open(const char *img);
+/* The same for the checker's passes: leaves the kernel's tree-checker
+ * rejects read all the same (ref_open_opts.no_item_checks). */
+struct iu_opened iu_open_check(const char *img);
 void iu_close(struct iu_opened *o);
 
 /* An item found in a tree: its leaf, slot and key, where its data lies in the

@@ -66,7 +66,7 @@ TestSuite(check_fs, .init = setup, .fini = teardown);
  * number of errors, their text in *text (malloc'd). */
 static unsigned long check_all(char **text)
 {
-	struct iu_opened o = iu_open(img);
+	struct iu_opened o = iu_open_check(img);
 	size_t len;
 	FILE *out = open_memstream(text, &len);
 	cr_assert_not_null(out);

@@ -174,8 +174,11 @@ static ssize_t read_file(const char *path, uint8_t *buf, size_t len, uint64_t of
 {
 	struct iu_opened o = iu_open(img);
 	struct ref_ino ino;
-	cr_assert_eq(ref_lookup_path(o.fs, path, false, &ino), 0, "%s", ref_error(o.fs));
-	ssize_t n = ref_pread(o.fs, &ino, buf, len, off);
+	/* (a leaf the tree-checker rejects may hold the name too: the lookup
+	 * fails then, as in the kernel) */
+	ssize_t n = ref_lookup_path(o.fs, path, false, &ino);
+	if (n == 0)
+		n = ref_pread(o.fs, &ino, buf, len, off);
 	if (why)
 		snprintf(why, whylen, "%s", n < 0 ? ref_error(o.fs) : "");
 	iu_close(&o);
@@ -296,7 +299,7 @@ Test(cov_fext, bad_extent_items)
 	make_image();
 	const struct fe_case cases[] = {
 		{ "/big", FE_COMPRESSION, 1, 9, EUCLEAN, "unknown file extent compression 9" },
-		{ "/big", FE_ENCRYPTION, 1, 1, EOPNOTSUPP, "encryption 1" },
+		{ "/big", FE_ENCRYPTION, 1, 1, EUCLEAN, "encryption 1" }, /* (the tree-checker's) */
 		{ "/big", FE_TYPE, 1, 7, EUCLEAN, "type" },
 		{ "/big", FE_OFFSET, 8, 100, EUCLEAN, "not aligned to the sector size" },
 		{ "/big", FE_NUM, 8, 0, EUCLEAN, "num_bytes is 0" },
