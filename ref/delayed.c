@@ -185,6 +185,27 @@ static int account(ref_fs *fs, uint64_t bytenr, uint64_t len, bool add)
 	return add ? fst_remove(fs, bytenr, len) : fst_add(fs, bytenr, len);
 }
 
+/* The first key of the new tree block d, for its tree block info (no skinny
+ * metadata): the key it starts with now, as the kernel's is the one it had
+ * when made; none (zero) for an empty block.  (A block made in this
+ * transaction lives in the cache until the commit writes it; one already let
+ * go again this round, its release due in the next, gets zero: its item goes
+ * then.) */
+static void first_key(ref_fs *fs, const struct dref *d, struct ref_key *out)
+{
+	*out = (struct ref_key){ 0, 0, 0 };
+	const struct ref_block *b = cache_peek(fs, d->bytenr);
+	if (!b)
+		return;
+	const struct btrfs_header_disk *h = (const void *)b->data;
+	if (LE32(h->nritems)) {
+		const struct btrfs_disk_key *k = h->level
+			? &((const struct btrfs_key_ptr_disk *)(b->data + sizeof(*h)))[0].key
+			: &((const struct btrfs_item_disk *)(b->data + sizeof(*h)))[0].key;
+		*out = (struct ref_key){ LE64(k->objectid), k->type, LE64(k->offset) };
+	}
+}
+
 /* One extent's changes: its item loaded (unless new), every reference
  * change and flag applied, and the item stored again, or deleted with the
  * extent's space, usage and checksums following when no reference is left. */
@@ -197,17 +218,17 @@ static int run_extent(ref_fs *fs, struct dref *d)
 	bool existed = !d->is_new, moved = false; /* refs traded for others */
 	for (size_t i = 0; i < d->nrefs && !moved; i++)
 		moved = d->refs[i].delta != 0;
-	struct ref_key key = { d->bytenr, d->tree ? BTRFS_METADATA_ITEM_KEY : BTRFS_EXTENT_ITEM_KEY,
-			       d->tree ? d->level : d->num_bytes };
+	struct ref_key key = d->tree ? extent_tree_key(fs, d->bytenr, d->level)
+				     : (struct ref_key){ d->bytenr, BTRFS_EXTENT_ITEM_KEY, d->num_bytes };
 	if (!existed && d->tree && moved) {
 		/* New at an address whose old block went in this same transaction
 		 * (only a broken build reuses space before the commit that frees it
 		 * is durable: ref/mutant.h EARLY_REUSE): the old item takes the
 		 * changes, whatever its level. */
-		struct ref_key at = { d->bytenr, BTRFS_METADATA_ITEM_KEY, 0 }, got;
+		struct ref_key at = { d->bytenr, key.type, 0 }, got;
 		if ((r = bt_peek(fs, &et->root, &at, false, &got, NULL)) < 0)
 			return r;
-		if (r == 0 && got.objectid == d->bytenr && got.type == BTRFS_METADATA_ITEM_KEY) {
+		if (r == 0 && got.objectid == d->bytenr && got.type == key.type) {
 			existed = true;
 			key = got;
 		}
@@ -229,6 +250,8 @@ static int run_extent(ref_fs *fs, struct dref *d)
 		x.key = key;
 		x.generation = d->gen ? d->gen : fs->rw->transid;
 		x.flags = d->tree ? BTRFS_EXTENT_FLAG_TREE_BLOCK : BTRFS_EXTENT_FLAG_DATA;
+		if (d->tree && key.type == BTRFS_EXTENT_ITEM_KEY)
+			first_key(fs, d, &x.info_key);
 	}
 	x.flags |= d->set_flags;
 	for (size_t i = 0; i < d->nrefs && !r; i++)
@@ -236,8 +259,10 @@ static int run_extent(ref_fs *fs, struct dref *d)
 			r = extent_ref_change(fs, &x, d->tree, &d->refs[i]);
 	if (!r && existed)
 		r = extent_delete(fs, et, &x);
-	if (d->tree)
+	if (d->tree && x.key.type == BTRFS_METADATA_ITEM_KEY)
 		x.key.offset = d->level; /* (the level of the block there now) */
+	else if (d->tree)
+		x.info_level = (uint8_t)d->level;
 	if (!r && x.total > 0)
 		r = extent_store(fs, et, &x);
 	if (!r && x.total == 0 && !d->tree) {

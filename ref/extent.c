@@ -44,6 +44,20 @@ static uint64_t bytenr_of(const struct extent_refs *x)
 	return x->key.objectid;
 }
 
+struct ref_key extent_tree_key(const ref_fs *fs, uint64_t bytenr, int level)
+{
+	if (LE64(fs->sb.incompat_flags) & BTRFS_FEATURE_INCOMPAT_SKINNY_METADATA)
+		return (struct ref_key){ bytenr, BTRFS_METADATA_ITEM_KEY, (uint64_t)level };
+	return (struct ref_key){ bytenr, BTRFS_EXTENT_ITEM_KEY, fs->nodesize };
+}
+
+bool extent_key_is_tree(const struct extent_refs *x)
+{
+	return x->key.type == BTRFS_METADATA_ITEM_KEY || x->flags & BTRFS_EXTENT_FLAG_TREE_BLOCK;
+}
+
+#define TREE_INFO sizeof(struct btrfs_tree_block_info)
+
 static int decode_inline(ref_fs *fs, struct extent_refs *x, const uint8_t *d, uint32_t size)
 {
 	if (size < sizeof(struct btrfs_extent_item))
@@ -51,10 +65,19 @@ static int decode_inline(ref_fs *fs, struct extent_refs *x, const uint8_t *d, ui
 	x->total = le64(d);
 	x->generation = le64(d + 8);
 	x->flags = le64(d + 16);
-	bool tree = x->key.type == BTRFS_METADATA_ITEM_KEY;
+	bool tree = extent_key_is_tree(x);
 	if (!(x->flags & (tree ? BTRFS_EXTENT_FLAG_TREE_BLOCK : BTRFS_EXTENT_FLAG_DATA)))
 		return bad(fs, bytenr_of(x), tree ? "not a tree block" : "not a data extent");
 	uint32_t pos = sizeof(struct btrfs_extent_item);
+	if (tree && x->key.type == BTRFS_EXTENT_ITEM_KEY) { /* (no skinny metadata) */
+		if (size < pos + TREE_INFO)
+			return bad(fs, bytenr_of(x), "a tree block's item without its tree block info");
+		const struct btrfs_tree_block_info *bi = (const void *)(d + pos);
+		x->info_key = (struct ref_key){ LE64(bi->key.objectid), bi->key.type,
+						LE64(bi->key.offset) };
+		x->info_level = bi->level;
+		pos += TREE_INFO;
+	}
 	while (pos < size) {
 		struct xref e = { 0 };
 		uint8_t type = d[pos];
@@ -302,7 +325,8 @@ static int store_keyed(ref_fs *fs, struct rw_tree *et, uint64_t bytenr, const st
 int extent_store(ref_fs *fs, struct rw_tree *et, struct extent_refs *x)
 {
 	qsort(x->refs, x->n, sizeof(*x->refs), cmp_xref);
-	uint32_t size = sizeof(struct btrfs_extent_item);
+	bool info = x->key.type == BTRFS_EXTENT_ITEM_KEY && x->flags & BTRFS_EXTENT_FLAG_TREE_BLOCK;
+	uint32_t size = sizeof(struct btrfs_extent_item) + (info ? (uint32_t)TREE_INFO : 0);
 	size_t ninline = 0;
 	while (ninline < x->n && size + inline_size(&x->refs[ninline]) <= INLINE_MAX)
 		size += inline_size(&x->refs[ninline++]);
@@ -314,6 +338,16 @@ int extent_store(ref_fs *fs, struct rw_tree *et, struct extent_refs *x)
 	struct btrfs_extent_item ei = { htole64(x->total), htole64(x->generation), htole64(x->flags) };
 	memcpy(d, &ei, sizeof(ei));
 	uint32_t pos = sizeof(ei);
+	if (info) {
+		struct btrfs_tree_block_info bi;
+		memset(&bi, 0, sizeof(bi));
+		bi.key.objectid = htole64(x->info_key.objectid);
+		bi.key.type = x->info_key.type;
+		bi.key.offset = htole64(x->info_key.offset);
+		bi.level = x->info_level;
+		memcpy(d + pos, &bi, sizeof(bi));
+		pos += sizeof(bi);
+	}
 	for (size_t i = 0; i < ninline; i++) {
 		const struct xref *e = &x->refs[i];
 		d[pos] = e->type;

@@ -1,7 +1,8 @@
 /*
  * extent.h - extent items and their back references, decoded into a list
  * and encoded back (ref/ only): data extents (EXTENT_ITEM) and tree blocks
- * (skinny METADATA_ITEM).  Used by delayed.c when references change.
+ * (skinny METADATA_ITEM, or EXTENT_ITEM with a tree block info without
+ * skinny metadata).  Used by delayed.c when references change.
  */
 #ifndef BTRSIM_REF_EXTENT_H
 #define BTRSIM_REF_EXTENT_H
@@ -18,14 +19,27 @@ struct xref {
 };
 
 struct extent_refs {
-	struct ref_key key; /* (bytenr, EXTENT_ITEM, num_bytes) or (bytenr, METADATA_ITEM, level) */
+	/* (bytenr, EXTENT_ITEM, num_bytes) for data and, without skinny
+	 * metadata, for tree blocks; (bytenr, METADATA_ITEM, level) with it */
+	struct ref_key key;
 	uint64_t generation, flags;
+	/* A tree block's btrfs_tree_block_info, which an EXTENT_ITEM of a tree
+	 * block holds before its references (no skinny metadata): its first
+	 * key (when the item was made) and level. */
+	struct ref_key info_key;
+	uint8_t info_level;
 	uint64_t total; /* the extent item's refs */
 	struct xref *refs;
 	size_t n, cap;
 	struct ref_key *keyed; /* keyed reference items found at load */
 	size_t nkeyed, keyed_cap;
 };
+
+/* The key of the extent item of the tree block at bytenr: METADATA_ITEM with
+ * its level under skinny metadata, else EXTENT_ITEM with the nodesize. */
+struct ref_key extent_tree_key(const ref_fs *fs, uint64_t bytenr, int level);
+/* Whether an extent item key is a tree block's. */
+bool extent_key_is_tree(const struct extent_refs *x);
 
 /* Loads the extent item with this key and its keyed references; x is then
  * the caller's to release with extent_refs_free, also after a failure. */

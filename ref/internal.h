@@ -217,6 +217,8 @@ int raid56_parity(int k, bool raid6, size_t len, uint8_t **cols);
 void cache_free_all(ref_fs *fs);
 /* Takes the block at bytenr out of the cache (NULL when not cached). */
 struct ref_block *cache_unlink(ref_fs *fs, uint64_t bytenr);
+/* The cached block at bytenr, or NULL; nothing is read and no reference taken. */
+const struct ref_block *cache_peek(const ref_fs *fs, uint64_t bytenr);
 void cache_insert(ref_fs *fs, struct ref_block *b);
 /* ref_read_block with the first key the parent's key pointer records for the
  * child (NULL: not checked; nor on a block with no items).  Generation, level

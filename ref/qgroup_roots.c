@@ -296,7 +296,7 @@ static int tree_roots(struct qg_view *v, uint64_t bytenr, int level, int depth, 
 		*set = *m - 1;
 		return 0;
 	}
-	struct ref_key key = { bytenr, BTRFS_METADATA_ITEM_KEY, (uint64_t)level };
+	struct ref_key key = extent_tree_key(v->fs, bytenr, level);
 	struct extent_refs x;
 	struct qg_roots acc = { 0 };
 	int r = load_refs(v, &key, &x);

@@ -189,8 +189,6 @@ static int check_features(ref_fs *fs)
 	if (incompat & ~known)
 		return ref_fail(fs, EROFS, "incompat features 0x%llx are not supported for writing",
 				(unsigned long long)(incompat & ~known));
-	if (!(incompat & BTRFS_FEATURE_INCOMPAT_SKINNY_METADATA))
-		return ref_fail(fs, EROFS, "writing needs skinny-metadata (mkfs.btrfs's default)");
 	/* Without the tree (the v1 space cache, or none), rw_init converts. */
 	if ((ro & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE) &&
 	    !(ro & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE_VALID))

@@ -18,6 +18,7 @@
  *     the original's shared refs; the original is freed.
  *   refs = 1, otherwise: nothing moves; the original is freed.
  */
+#include "ref/extent.h"
 #include "ref/rw.h"
 
 #include <errno.h>
@@ -36,7 +37,7 @@ int share_refs(ref_fs *fs, uint64_t bytenr, uint8_t level, int64_t *refs, uint64
 		if (r)
 			return r;
 		struct ref_path p;
-		struct ref_key k = { bytenr, BTRFS_METADATA_ITEM_KEY, level }, got;
+		struct ref_key k = extent_tree_key(fs, bytenr, level), got;
 		const uint8_t *d;
 		uint32_t size = 0;
 		if ((r = ref_search(fs, &et->root, &k, &p)) < 0)

@@ -165,6 +165,14 @@ struct ref_block *cache_unlink(ref_fs *fs, uint64_t bytenr)
 	return b;
 }
 
+const struct ref_block *cache_peek(const ref_fs *fs, uint64_t bytenr)
+{
+	const struct ref_block *b = fs->cache[bucket(bytenr)];
+	while (b && b->bytenr != bytenr)
+		b = b->hnext;
+	return b;
+}
+
 void cache_insert(ref_fs *fs, struct ref_block *b)
 {
 	if (fs->ncached >= REF_CACHE_MAX_BLOCKS)
