@@ -245,8 +245,17 @@ static uint64_t space_type(uint64_t flags)
 	return flags & (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM);
 }
 
+uint64_t alloc_kind(const ref_fs *fs, uint64_t type)
+{
+	if (LE64(fs->sb.incompat_flags) & BTRFS_FEATURE_INCOMPAT_MIXED_GROUPS &&
+	    type & (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA))
+		return BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA;
+	return type;
+}
+
 uint64_t alloc_free_bytes(ref_fs *fs, uint64_t type)
 {
+	type = alloc_kind(fs, type);
 	uint64_t sum = 0;
 	for (size_t i = 0; i < fs->rw->nbgs; i++)
 		if (space_type(fs->rw->bgs[i].flags) == type && !fs->rw->bgs[i].ro)
@@ -284,6 +293,7 @@ static bool bg_take(struct rw_bg *bg, uint64_t align, uint64_t want, uint64_t mi
 static bool take(ref_fs *fs, uint64_t type, uint64_t align, uint64_t want, uint64_t min,
 		 uint64_t *start, uint64_t *len)
 {
+	type = alloc_kind(fs, type);
 	for (size_t i = 0; i < fs->rw->nbgs; i++) {
 		struct rw_bg *bg = &fs->rw->bgs[i];
 		if (space_type(bg->flags) == type && !bg->ro && bg->free.bytes >= min &&
@@ -407,6 +417,7 @@ void alloc_unpin_all(ref_fs *fs)
 
 static uint64_t pinned_bytes(ref_fs *fs, uint64_t type)
 {
+	type = alloc_kind(fs, type);
 	uint64_t sum = 0;
 	for (size_t i = 0; i < fs->rw->pinned.n; i++) {
 		struct rw_bg *bg = rw_bg_find(fs, fs->rw->pinned.r[i][0]);

@@ -226,6 +226,12 @@ static int check_args(ref_fs *fs, const struct ref_balance *b)
 {
 	if (!(b->flags & BTRFS_BALANCE_TYPE_MASK))
 		return ref_fail(fs, EINVAL, "balance: no block group kind chosen (data, metadata, system)");
+	/* Mixed block groups are data and metadata at once: both chosen, with
+	 * the same filters (btrfs_balance). */
+	uint64_t dm = BTRFS_BALANCE_DATA | BTRFS_BALANCE_METADATA;
+	if (LE64(fs->sb.incompat_flags) & BTRFS_FEATURE_INCOMPAT_MIXED_GROUPS && b->flags & dm &&
+	    ((b->flags & dm) != dm || memcmp(&b->data, &b->meta, sizeof(b->data))))
+		return ref_fail(fs, EINVAL, "balance: mixed groups data and metadata options must be the same");
 	const struct btrfs_balance_args *a[3] = { &b->data, &b->meta, &b->sys };
 	static const char *const kind[3] = { "data", "metadata", "system" };
 	for (int i = 0; i < 3; i++) {

@@ -246,7 +246,7 @@ static int place(ref_fs *fs, const struct prof_rule *ru, uint64_t stripe_cap, ui
 static uint64_t alloc_profile(ref_fs *fs, uint64_t type)
 {
 	struct rw_state *rw = fs->rw;
-	int kind = type == BTRFS_BLOCK_GROUP_DATA ? 0 : type == BTRFS_BLOCK_GROUP_METADATA ? 1 : 2;
+	int kind = type == BTRFS_BLOCK_GROUP_DATA ? 0 : type & BTRFS_BLOCK_GROUP_METADATA ? 1 : 2;
 	if (rw->convert[kind])
 		return rw->convert[kind] & BTRFS_BLOCK_GROUP_PROFILE_MASK;
 	uint64_t have = 0;
@@ -270,6 +270,7 @@ static uint64_t alloc_profile(ref_fs *fs, uint64_t type)
 int alloc_chunk(ref_fs *fs, uint64_t type)
 {
 	struct rw_state *rw = fs->rw;
+	type = alloc_kind(fs, type); /* (mixed block groups hold both) */
 	int e = FP_FAIL(FP_REF_ALLOC_CHUNK);
 	if (e)
 		return ref_fail(fs, e, "no new %s chunk (fault point %s)",
@@ -299,7 +300,7 @@ int alloc_chunk(ref_fs *fs, uint64_t type)
 	 * system, 256 MiB of metadata (1 GiB past 50 GiB); a chunk of at most
 	 * 10 GiB of data, two system stripes, one metadata stripe; and no chunk
 	 * over a tenth of the devices' size. */
-	bool data = type == BTRFS_BLOCK_GROUP_DATA, sys = type == BTRFS_BLOCK_GROUP_SYSTEM;
+	bool data = type & BTRFS_BLOCK_GROUP_DATA, sys = type == BTRFS_BLOCK_GROUP_SYSTEM;
 	uint64_t stripe_cap = data ? GIB : sys ? 32 * MIB : total > 50 * GIB ? GIB : 256 * MIB;
 	uint64_t chunk_cap = data ? 10 * GIB : sys ? 64 * MIB : stripe_cap;
 	uint64_t tenth = total / 10 / MIB * MIB;

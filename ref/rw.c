@@ -185,7 +185,7 @@ static int check_features(ref_fs *fs)
 			 BTRFS_FEATURE_INCOMPAT_BIG_METADATA | BTRFS_FEATURE_INCOMPAT_EXTENDED_IREF |
 			 BTRFS_FEATURE_INCOMPAT_SKINNY_METADATA | BTRFS_FEATURE_INCOMPAT_NO_HOLES |
 			 BTRFS_FEATURE_INCOMPAT_RAID56 | BTRFS_FEATURE_INCOMPAT_RAID1C34 |
-			 BTRFS_FEATURE_INCOMPAT_METADATA_UUID;
+			 BTRFS_FEATURE_INCOMPAT_METADATA_UUID | BTRFS_FEATURE_INCOMPAT_MIXED_GROUPS;
 	if (incompat & ~known)
 		return ref_fail(fs, EROFS, "incompat features 0x%llx are not supported for writing",
 				(unsigned long long)(incompat & ~known));
@@ -205,11 +205,6 @@ static int check_features(ref_fs *fs)
 	/* (Degraded: the open made sure no chunk lost more stripes than its
 	 * profile tolerates, as the kernel's btrfs_check_rw_degradable; writes
 	 * then skip what is missing.) */
-	for (size_t i = 0; i < fs->nchunks; i++) {
-		if (fs->chunks[i].type & BTRFS_BLOCK_GROUP_DATA &&
-		    fs->chunks[i].type & BTRFS_BLOCK_GROUP_METADATA)
-			return ref_fail(fs, EROFS, "mixed block groups are not supported for writing");
-	}
 	return 0;
 }
 

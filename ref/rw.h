@@ -243,6 +243,9 @@ void alloc_unreserve_data(ref_fs *fs, uint64_t start, uint64_t len);
 void alloc_pin(ref_fs *fs, uint64_t start, uint64_t len);
 void alloc_unpin_all(ref_fs *fs);
 uint64_t alloc_free_bytes(ref_fs *fs, uint64_t type);
+/* The kind of block group that serves allocations of type: DATA|METADATA
+ * for either on a file system of mixed block groups, else type. */
+uint64_t alloc_kind(const ref_fs *fs, uint64_t type);
 /* Makes sure `bytes` of metadata can be allocated (and the global reserve
  * stays, unless use_reserve): new chunks, or a commit to unpin; -ENOSPC. */
 int alloc_reserve_meta(ref_fs *fs, uint64_t bytes, bool use_reserve);
