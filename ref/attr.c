@@ -57,25 +57,39 @@ static int xattr_target(ref_fs *fs, const char *path, const char *name, struct r
 	return 0;
 }
 
+/* Where xattr name of ino lies in its subvolume's tree, for a change: the
+ * tree, the item's key, the entry's offset and size in it (0 or -ENODATA). */
+struct xattr_at {
+	struct rw_tree *t;
+	struct ref_key k;
+	uint32_t off, esize;
+};
+
+static int xattr_locate(ref_fs *fs, const struct ref_ino *ino, const char *name, size_t nlen,
+			struct xattr_at *at)
+{
+	int r = rw_tree_get(fs, ino->subvol, &at->t);
+	if (r)
+		return r;
+	at->k = (struct ref_key){ ino->ino, BTRFS_XATTR_ITEM_KEY, ref_name_hash(name, nlen) };
+	return find_entry(fs, &at->t->root, &at->k, name, nlen, &at->off, &at->esize, NULL, NULL);
+}
+
 int vfs_xattr_put(ref_fs *fs, const struct ref_ino *ino, const char *name, size_t nlen,
 		  const void *value, size_t len, int flags)
 {
 	if (DIR_ENTRY + nlen + len > bt_max_item(fs))
 		return ref_fail(fs, ENOSPC, "the xattr does not fit in a leaf");
-	struct rw_tree *t;
-	int r = rw_tree_get(fs, ino->subvol, &t);
-	if (r)
-		return r;
-	struct ref_key k = { ino->ino, BTRFS_XATTR_ITEM_KEY, ref_name_hash(name, nlen) };
-	uint32_t off, esize;
-	r = find_entry(fs, &t->root, &k, name, nlen, &off, &esize, NULL, NULL);
+	struct xattr_at at;
+	int r = xattr_locate(fs, ino, name, nlen, &at);
+	struct rw_tree *t = at.t;
 	if (r && r != -ENODATA)
 		return r;
 	if (r == 0 && flags & XATTR_CREATE)
 		return ref_fail(fs, EEXIST, "%s: xattr exists", name);
 	if (r == -ENODATA && flags & XATTR_REPLACE)
 		return ref_fail(fs, ENODATA, "%s: no such xattr", name);
-	if (r == 0 && (r = bt_item_cut(fs, t, &k, off, esize)))
+	if (r == 0 && (r = bt_item_cut(fs, t, &at.k, at.off, at.esize)))
 		return r;
 	uint8_t *e = malloc(DIR_ENTRY + nlen + len);
 	if (!e)
@@ -90,7 +104,7 @@ int vfs_xattr_put(ref_fs *fs, const struct ref_ino *ino, const char *name, size_
 	memcpy(e + DIR_ENTRY, name, nlen);
 	if (len)
 		memcpy(e + DIR_ENTRY + nlen, value, len);
-	r = bt_item_append(fs, t, &k, e, (uint32_t)(DIR_ENTRY + nlen + len));
+	r = bt_item_append(fs, t, &at.k, e, (uint32_t)(DIR_ENTRY + nlen + len));
 	if (r == -EOVERFLOW)
 		r = ref_fail(fs, ENOSPC, "no room for this xattr beside its hash neighbours");
 	free(e);
@@ -99,15 +113,9 @@ int vfs_xattr_put(ref_fs *fs, const struct ref_ino *ino, const char *name, size_
 
 int vfs_xattr_cut(ref_fs *fs, const struct ref_ino *ino, const char *name, size_t nlen)
 {
-	struct rw_tree *t;
-	int r = rw_tree_get(fs, ino->subvol, &t);
-	if (r)
-		return r;
-	struct ref_key k = { ino->ino, BTRFS_XATTR_ITEM_KEY, ref_name_hash(name, nlen) };
-	uint32_t off, esize;
-	if ((r = find_entry(fs, &t->root, &k, name, nlen, &off, &esize, NULL, NULL)))
-		return r;
-	return bt_item_cut(fs, t, &k, off, esize);
+	struct xattr_at at;
+	int r = xattr_locate(fs, ino, name, nlen, &at);
+	return r ? r : bt_item_cut(fs, at.t, &at.k, at.off, at.esize);
 }
 
 int vfs_xattr_get(ref_fs *fs, const struct ref_ino *ino, const char *name, size_t nlen,

@@ -240,6 +240,15 @@ static int rel_items(ref_fs *fs, uint64_t child, uint64_t parent, bool add)
 	return r && r2 ? -ENOENT : 0;
 }
 
+/* Marks the numbers inconsistent (a rescan is needed), saying why: 1. */
+static int mark_stale(ref_fs *fs, struct qg_state *q, const char *why)
+{
+	q->flags |= BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT;
+	q->status_written = false;
+	ref_log(fs, "quota groups marked inconsistent: %s; a rescan is needed", why);
+	return 1;
+}
+
 /* The numbers of a new or ended relation, as the kernel's
  * quick_update_accounting: when all the child references is its exclusive,
  * it moves into the parent and every group above it (sign +1 or -1), each
@@ -247,12 +256,8 @@ static int rel_items(ref_fs *fs, uint64_t child, uint64_t parent, bool add)
 static int quick_update(ref_fs *fs, struct qg_state *q, uint64_t child, uint64_t parent, int sign)
 {
 	struct qg_group *c = qg_group_find(q, child);
-	if (!c || c->rfer != c->excl) {
-		q->flags |= BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT;
-		q->status_written = false;
-		ref_log(fs, "quota groups marked inconsistent: the relation's child shares extents; a rescan is needed");
-		return 1;
-	}
+	if (!c || c->rfer != c->excl)
+		return mark_stale(fs, q, "the relation's child shares extents");
 	uint64_t bytes = c->excl;
 	struct qg_roots set = { 0 };
 	if (qg_roots_add(&set, parent) || qg_rels_up(&q->rels, parent, &set)) {
@@ -264,8 +269,7 @@ static int quick_update(ref_fs *fs, struct qg_state *q, uint64_t child, uint64_t
 		if (!g)
 			continue;
 		if (sign < 0 && (g->rfer < bytes || g->excl < bytes)) {
-			q->flags |= BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT;
-			q->status_written = false;
+			mark_stale(fs, q, "a group above held less than its member");
 			g->rfer = g->rfer < bytes ? 0 : g->rfer - bytes;
 			g->excl = g->excl < bytes ? 0 : g->excl - bytes;
 		} else {

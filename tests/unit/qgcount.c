@@ -227,3 +227,11 @@ struct ref_qgroup *qcount(ref_fs *fs, size_t *count, bool *dropping)
 	return out;
 }
 
+
+const struct ref_qgroup *qfind(const struct ref_qgroup *q, size_t n, uint64_t id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (q[i].id == id)
+			return &q[i];
+	return NULL;
+}

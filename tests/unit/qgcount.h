@@ -19,5 +19,7 @@ extern char qg_where[160];
  * level 0 the quota tree holds; *dropping (when not NULL): whether a deleted
  * one is there.  Free the result. */
 struct ref_qgroup *qcount(ref_fs *fs, size_t *count, bool *dropping);
+/* The entry of group id in a list of n, or NULL. */
+const struct ref_qgroup *qfind(const struct ref_qgroup *q, size_t n, uint64_t id);
 
 #endif

@@ -41,14 +41,6 @@ TestSuite(qgroup);
 
 /* ---- Checks ---- */
 
-static const struct ref_qgroup *qfind(const struct ref_qgroup *q, size_t n, uint64_t id)
-{
-	for (size_t i = 0; i < n; i++)
-		if (q[i].id == id)
-			return &q[i];
-	return NULL;
-}
-
 static struct ref_qgroup qget(ref_fs *fs, uint64_t id)
 {
 	struct ref_qgroup *l;

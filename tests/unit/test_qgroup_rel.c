@@ -31,14 +31,6 @@ TestSuite(qgroup_rel);
 #define MiB (1024ULL * 1024)
 #define QG(level, id) ((uint64_t)(level) << BTRFS_QGROUP_LEVEL_SHIFT | (id))
 
-static const struct ref_qgroup *find(const struct ref_qgroup *q, size_t n, uint64_t id)
-{
-	for (size_t i = 0; i < n; i++)
-		if (q[i].id == id)
-			return &q[i];
-	return NULL;
-}
-
 static bool stale(ref_fs *fs)
 {
 	bool on;
@@ -59,7 +51,7 @@ static void expect_counted(ref_fs *fs)
 	WU_OK(fs, ref_qgroup_recount(fs, &rc, &nrc));
 	q = qcount(fs, &nq, NULL);
 	for (size_t i = 0; i < nl; i++) {
-		const struct ref_qgroup *b = find(rc, nrc, l[i].id), *c = find(q, nq, l[i].id);
+		const struct ref_qgroup *b = qfind(rc, nrc, l[i].id), *c = qfind(q, nq, l[i].id);
 		uint64_t id = l[i].id & ((1ULL << BTRFS_QGROUP_LEVEL_SHIFT) - 1);
 		if (!c) { /* a group of a subvolume that is gone, or one made ahead */
 			cr_assert(!btrfs_qgroup_level(l[i].id) && !l[i].rfer && !l[i].excl,
@@ -88,7 +80,7 @@ static struct ref_qgroup get(ref_fs *fs, uint64_t id)
 	struct ref_qgroup *l;
 	size_t n;
 	WU_OK(fs, ref_qgroup_list(fs, &l, &n));
-	const struct ref_qgroup *q = find(l, n, id);
+	const struct ref_qgroup *q = qfind(l, n, id);
 	cr_assert(q, "%s: no group %llx", qg_where, (unsigned long long)id);
 	struct ref_qgroup g = *q;
 	free(l);
