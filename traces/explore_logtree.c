@@ -221,6 +221,39 @@ struct promises {
 /* Promises path; a later sync's promise replaces an earlier one, but an
  * entry's type alone does not replace what an fsync of it promised (the
  * kernel leaves an inode logged in this transaction as it is). */
+/* The promise on path p, or NULL. */
+static struct promise *promise_on(struct promises *ps, const char *p, size_t pl)
+{
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->v[i].plen == pl && !memcmp(ps->v[i].path, p, pl))
+			return &ps->v[i];
+	return NULL;
+}
+
+/* The xattr fields of a line (" x:name=value", sorted, at its end), from
+ * the first; "" when it has none. */
+static const char *xattrs_of(const struct mline *m, size_t *len)
+{
+	for (size_t i = 0; i + 3 <= m->len; i++)
+		if (!memcmp(m->line + i, " x:", 3)) {
+			*len = m->len - i;
+			return m->line + i;
+		}
+	*len = 0;
+	return "";
+}
+
+static bool same_xattrs(const struct mline *a, const struct mline *b)
+{
+	size_t la, lb;
+	const char *xa = xattrs_of(a, &la), *xb = xattrs_of(b, &lb);
+	while (la && (xa[la - 1] == '\n'))
+		la--;
+	while (lb && (xb[lb - 1] == '\n'))
+		lb--;
+	return la == lb && !memcmp(xa, xb, la);
+}
+
 static int promise(struct promises *ps, const char *p, size_t pl, enum pkind kind,
 		   const struct mline *m)
 {
@@ -317,6 +350,12 @@ static int promises_of(const struct ex *x, size_t c, size_t k, const struct line
 			if (find(base, p, pl))
 				break;
 			const struct mline *d = find(after, p, pl);
+			/* ... unless its xattrs changed: then it is logged again,
+			 * with what it has now (the earlier sync's exact promise
+			 * no longer holds). */
+			struct promise *o = d ? promise_on(ps, p, pl) : NULL;
+			if (o && o->kind == P_EXACT && !same_xattrs(o->m, d))
+				*o = (struct promise){ p, pl, P_TYPE, d };
 			if (d && promise(ps, p, pl, P_TYPE, d))
 				return -1;
 		}
