@@ -224,6 +224,47 @@ static const char *inode_ref(const struct leaf *l)
 	return NULL;
 }
 
+/* check_inode_extref (Linux 6.9 on) */
+static const char *inode_extref(const struct leaf *l)
+{
+	const char *why = prev_ino(l);
+	if (why)
+		return why;
+	for (uint32_t cur = 0; cur < l->size;) {
+		const struct btrfs_inode_extref *r = (const void *)(l->item + cur);
+		if (cur + sizeof(*r) > l->size)
+			return "inode extref: an entry's header crosses the item's end";
+		if (cur + sizeof(*r) + LE16(r->name_len) > l->size)
+			return "inode extref: a name crosses the item's end";
+		cur += (uint32_t)sizeof(*r) + LE16(r->name_len);
+	}
+	return NULL;
+}
+
+/* check_dev_extent_item (an item too small to hold one is not judged: the
+ * kernel reads past it) */
+static const char *dev_extent(const struct leaf *l)
+{
+	const struct btrfs_dev_extent *de = (const void *)l->item;
+	const uint32_t s = l->fs->sectorsize;
+	if (l->size < sizeof(*de))
+		return NULL;
+	if (LE64(de->chunk_tree) != BTRFS_CHUNK_TREE_OBJECTID)
+		return "device extent: chunk tree is not the chunk tree";
+	if (LE64(de->chunk_objectid) != BTRFS_FIRST_CHUNK_TREE_OBJECTID)
+		return "device extent: chunk objectid is not 256";
+	if (!ALIGNED(l->key.offset, s) || !ALIGNED(LE64(de->chunk_offset), s) ||
+	    !ALIGNED(LE64(de->length), s))
+		return "device extent: offset, chunk offset or length not aligned";
+	if (l->slot && l->prev.objectid == l->key.objectid && l->prev.type == l->key.type) {
+		uint32_t psize;
+		const struct btrfs_dev_extent *p = (const void *)item_data(l->d, l->slot - 1, &psize);
+		if (psize >= sizeof(*p) && l->prev.offset + LE64(p->length) > l->key.offset)
+			return "device extent: overlaps the previous one";
+	}
+	return NULL;
+}
+
 static int popcount64(uint64_t v)
 {
 	int n = 0;
@@ -542,6 +583,10 @@ static const char *item_invalid(const struct leaf *l)
 		return dir_item(l);
 	case BTRFS_INODE_REF_KEY:
 		return inode_ref(l);
+	case BTRFS_INODE_EXTREF_KEY:
+		return inode_extref(l);
+	case BTRFS_DEV_EXTENT_KEY:
+		return dev_extent(l);
 	case BTRFS_BLOCK_GROUP_ITEM_KEY:
 		return block_group(l);
 	case BTRFS_CHUNK_ITEM_KEY:

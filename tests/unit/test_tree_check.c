@@ -172,3 +172,20 @@ Test(tree_check, dev_item_devid_mismatch)
 	iu_patch_item(img, &it, offsetof(struct btrfs_dev_item, devid), &id, 8);
 	expect_rejected(&it, "device item: devid differs from the key's");
 }
+
+Test(tree_check, dev_extent_overlaps_the_previous)
+{
+	struct iu_item it = iu_first_of_type(img, BTRFS_DEV_TREE_OBJECTID, BTRFS_DEV_EXTENT_KEY);
+	uint64_t len = htole64(1ULL << 40);
+	iu_patch_item(img, &it, offsetof(struct btrfs_dev_extent, length), &len, 8);
+	/* (the device's next extent, in the same leaf, is the one rejected) */
+	expect_rejected(&it, "device extent: overlaps the previous one");
+}
+
+Test(tree_check, dev_extent_chunk_tree)
+{
+	struct iu_item it = iu_first_of_type(img, BTRFS_DEV_TREE_OBJECTID, BTRFS_DEV_EXTENT_KEY);
+	uint64_t t = htole64(7);
+	iu_patch_item(img, &it, offsetof(struct btrfs_dev_extent, chunk_tree), &t, 8);
+	expect_rejected(&it, "device extent: chunk tree is not the chunk tree");
+}
