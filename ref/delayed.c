@@ -220,11 +220,13 @@ static int run_extent(ref_fs *fs, struct dref *d)
 		moved = d->refs[i].delta != 0;
 	struct ref_key key = d->tree ? extent_tree_key(fs, d->bytenr, d->level)
 				     : (struct ref_key){ d->bytenr, BTRFS_EXTENT_ITEM_KEY, d->num_bytes };
-	if (!existed && d->tree && moved) {
+	if (!existed && d->tree && (moved || d->total == 0)) {
 		/* New at an address whose old block went in this same transaction
 		 * (only a broken build reuses space before the commit that frees it
-		 * is durable: ref/mutant.h EARLY_REUSE): the old item takes the
-		 * changes, whatever its level. */
+		 * is durable: ref/mutant.h EARLY_REUSE), or whose block, made in an
+		 * earlier round of this commit, was let go and the space given to
+		 * a block of another level in this one: the old item takes the
+		 * changes, whatever its level, and gets the new block's. */
 		struct ref_key at = { d->bytenr, key.type, 0 }, got;
 		if ((r = bt_peek(fs, &et->root, &at, false, &got, NULL)) < 0)
 			return r;
@@ -238,7 +240,10 @@ static int run_extent(ref_fs *fs, struct dref *d)
 		return 0; /* made and freed in this transaction (its space is free already) */
 	if ((r = qg_note_extent(fs, d)))
 		return r;
-	if (existed && d->total == 0 && !d->set_flags && !moved)
+	/* (A block made again at this address may have another level.) */
+	bool relevel = existed && d->is_new && d->tree &&
+		       (key.type != BTRFS_METADATA_ITEM_KEY || key.offset != d->level);
+	if (existed && d->total == 0 && !d->set_flags && !moved && !relevel)
 		return 0;
 	struct extent_refs x;
 	memset(&x, 0, sizeof(x));
@@ -250,9 +255,9 @@ static int run_extent(ref_fs *fs, struct dref *d)
 		x.key = key;
 		x.generation = d->gen ? d->gen : fs->rw->transid;
 		x.flags = d->tree ? BTRFS_EXTENT_FLAG_TREE_BLOCK : BTRFS_EXTENT_FLAG_DATA;
-		if (d->tree && key.type == BTRFS_EXTENT_ITEM_KEY)
-			first_key(fs, d, &x.info_key);
 	}
+	if (d->is_new && d->tree && key.type == BTRFS_EXTENT_ITEM_KEY)
+		first_key(fs, d, &x.info_key); /* (a block made at this address in this round) */
 	x.flags |= d->set_flags;
 	for (size_t i = 0; i < d->nrefs && !r; i++)
 		if (d->refs[i].delta)
