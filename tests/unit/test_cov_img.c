@@ -336,9 +336,37 @@ Test(cov_img, mount_refusals)
 {
 	iu_require_mkfs();
 	iu_sh("mkdir -p %s/src && echo hello >%s/src/a", dir, dir);
-	expect_refused("-O ^skinny-metadata", "skinny-metadata");
 	expect_refused("-R ^free-space-tree", "free-space tree");
-	expect_refused("-M", "incompat features 0x4"); /* MIXED_GROUPS */
+}
+
+/* Layouts other than mkfs.btrfs's default are written too: metadata without
+ * skinny items and mixed block groups (tests/interop/test_layouts.sh takes
+ * them through far more, against the kernel). */
+Test(cov_img, other_layouts_written)
+{
+	iu_require_mkfs();
+	iu_sh("mkdir -p %s/src && echo hello >%s/src/a", dir, dir);
+	static const char *const opts[] = { "-O ^skinny-metadata", "-M" };
+	for (size_t i = 0; i < 2; i++) {
+		char img[600];
+		snprintf(img, sizeof(img), "%s/fs.img", dir);
+		iu_sh("rm -f %s", img);
+		iu_mkfs(dir, img, 200, opts[i]);
+		const char *imgs[] = { img };
+		sim_volume *vol = open_imgs(imgs, 1, false);
+		ref_fs *fs = mount_img(vol);
+		uint8_t *data = tu_pat(300000, i + 1);
+		WU_OK(fs, ref_mkdir(fs, "/d", 0755));
+		WU_OK(fs, ref_create(fs, "/d/f", 0644));
+		WU_OK(fs, ref_write(fs, "/d/f", data, 300000, 0));
+		WU_OK(fs, ref_unlink(fs, "/a"));
+		free(data);
+		cr_assert_eq(ref_umount(fs), 0, "mkfs.btrfs %s: %s", opts[i], ref_error(fs));
+		sim_volume_close(vol);
+		iu_expect_clean(img);
+		cr_expect_eq(iu_btrfs_check(img, NULL, NULL) > 0, false,
+			     "mkfs.btrfs %s: btrfs check passes", opts[i]);
+	}
 }
 
 /* A superblock whose log root is no log tree (here the root tree's block):
