@@ -120,6 +120,9 @@ int qg_rels_add(struct qg_rels *r, uint64_t child, uint64_t parent);
 bool qg_rels_has(const struct qg_rels *r, uint64_t child, uint64_t parent);
 void qg_rels_del(struct qg_rels *r, uint64_t child, uint64_t parent);
 void qg_rels_free(struct qg_rels *r);
+/* Leaves out the relations naming a group not among groups (the kernel's
+ * "orphan qgroup relation", ignored); the order is kept. */
+void qg_rels_drop_orphans(struct qg_rels *r, const struct ref_qgroup *groups, size_t ngroups);
 /* Adds to *acc every group above id (its parents, theirs, ...); -ENOMEM. */
 int qg_rels_up(const struct qg_rels *r, uint64_t id, struct qg_roots *acc);
 /* Adds to *acc every group of level 0 below id; -ENOMEM. */

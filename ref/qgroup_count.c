@@ -199,19 +199,7 @@ static int read_config(ref_fs *fs, struct ref_qgroup **groups, size_t *ngroups, 
 	for (size_t i = 0; i < *ngroups; i++)
 		above |= btrfs_qgroup_level((*groups)[i].id) > 0;
 	if (above && !(r = qg_rels_read(fs, &quota, rels))) {
-		/* (relations naming a group the tree lacks are ignored, as the
-		 * kernel ignores them) */
-		for (size_t i = 0; i < rels->n;) {
-			bool child = false, parent = false;
-			for (size_t g = 0; g < *ngroups; g++) {
-				child |= (*groups)[g].id == rels->v[i].child;
-				parent |= (*groups)[g].id == rels->v[i].parent;
-			}
-			if (child && parent)
-				i++;
-			else
-				qg_rels_del(rels, rels->v[i].child, rels->v[i].parent);
-		}
+		qg_rels_drop_orphans(rels, *groups, *ngroups);
 		return 0;
 	}
 	free(*groups);

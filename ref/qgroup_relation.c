@@ -119,6 +119,21 @@ int qg_rels_down(const struct qg_rels *r, uint64_t id, struct qg_roots *acc)
 
 /* ---- Reading them ---- */
 
+void qg_rels_drop_orphans(struct qg_rels *r, const struct ref_qgroup *groups, size_t ngroups)
+{
+	size_t kept = 0;
+	for (size_t i = 0; i < r->n; i++) {
+		bool child = false, parent = false;
+		for (size_t j = 0; j < ngroups; j++) {
+			child |= groups[j].id == r->v[i].child;
+			parent |= groups[j].id == r->v[i].parent;
+		}
+		if (child && parent)
+			r->v[kept++] = r->v[i];
+	}
+	r->n = kept;
+}
+
 int qg_rels_read(ref_fs *fs, const struct ref_root *quota, struct qg_rels *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -163,20 +178,10 @@ int ref_qgroup_relations(ref_fs *fs, struct ref_qgroup_rel **out, size_t *n)
 		qg_rels_free(&rels);
 		return r;
 	}
-	/* Orphans out: both groups must be in the (sorted) list. */
-	size_t kept = 0;
-	for (size_t i = 0; i < rels.n; i++) {
-		bool child = false, parent = false;
-		for (size_t j = 0; j < ngroups; j++) {
-			child |= groups[j].id == rels.v[i].child;
-			parent |= groups[j].id == rels.v[i].parent;
-		}
-		if (child && parent)
-			rels.v[kept++] = rels.v[i];
-	}
+	qg_rels_drop_orphans(&rels, groups, ngroups);
 	free(groups);
 	*out = rels.v;
-	*n = kept;
+	*n = rels.n;
 	return 0;
 }
 
