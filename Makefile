@@ -47,7 +47,7 @@ LIBS := -lisal -lz -llzo2 -lzstd -lsodium -lxxhash -lsqlite3 -lfiu -lm
 # of the link order, so that every program linking sim or ref has it.
 SIM_SRC  := $(wildcard sim/*.c) faults/gate.c
 FAULTS_SRC := $(filter-out faults/gate.c,$(wildcard faults/*.c))
-REF_SRC  := $(wildcard ref/*.c)
+REF_SRC  := $(wildcard ref/*.c ref/*/*.c)
 TRACES_SRC := $(wildcard traces/*.c)
 CLI_SRC  := $(wildcard cli/*.c)
 UNIT_SRC := $(wildcard tests/unit/*.c)

@@ -10,78 +10,78 @@
 
 static const struct fault_point catalogue[] = {
 	{ FP_REF_ALLOC_TREE_BLOCK,
-	  "ref/alloc.c alloc_tree_block",
+	  "ref/txn/alloc.c alloc_tree_block",
 	  "no space for a tree block in the middle of a B-tree change; the operation fails "
 	  "half-way and the file system turns read-only (the last commit stays)",
 	  { ENOSPC, ENOMEM } },
 	{ FP_REF_ALLOC_DATA,
-	  "ref/alloc.c alloc_data",
+	  "ref/txn/alloc.c alloc_data",
 	  "no data space for a write or preallocation after its reservation; the call fails, "
 	  "read-only when it had changed a tree already",
 	  { ENOSPC, ENOMEM } },
 	{ FP_REF_ALLOC_CHUNK,
-	  "ref/chunk_alloc.c alloc_chunk",
+	  "ref/txn/chunk_alloc.c alloc_chunk",
 	  "no device space for a new chunk; a reservation commits to free pinned space and "
 	  "fails with ENOSPC, an allocation in the middle of a change turns read-only",
 	  { ENOSPC, ENOMEM } },
 	{ FP_REF_ALLOC_RESERVE_META,
-	  "ref/alloc.c alloc_reserve_meta",
+	  "ref/txn/alloc.c alloc_reserve_meta",
 	  "the up-front metadata reservation of an operation fails; the call fails and "
 	  "nothing changes",
 	  { ENOSPC, ENOMEM } },
 	{ FP_REF_ALLOC_RESERVE_DATA,
-	  "ref/alloc.c alloc_reserve_data",
+	  "ref/txn/alloc.c alloc_reserve_data",
 	  "the data reservation of a write, truncate or fallocate fails; the call fails and "
 	  "nothing changes",
 	  { ENOSPC, ENOMEM } },
 	{ FP_REF_MEM_BLOCK,
-	  "ref/ctree.c new_block",
+	  "ref/tree/ctree.c new_block",
 	  "out of memory for a new tree block (COW); the operation or commit fails and the "
 	  "file system turns read-only",
 	  { ENOMEM } },
 	{ FP_REF_MEM_DREF,
-	  "ref/delayed.c dref_tree, dref_data",
+	  "ref/txn/delayed.c dref_tree, dref_data",
 	  "out of memory recording a delayed reference; the operation or commit fails, "
 	  "read-only when a tree had changed",
 	  { ENOMEM } },
 	{ FP_REF_MEM_CSUM,
-	  "ref/write.c write_aligned",
+	  "ref/vfs/write.c write_aligned",
 	  "out of memory for a data write's checksums; the extent is given back and the "
 	  "write fails, read-only when a tree had changed",
 	  { ENOMEM } },
 	{ FP_REF_MEM_WRITE_BUF,
-	  "ref/write.c file_write",
+	  "ref/vfs/write.c file_write",
 	  "out of memory for the bounce buffer of an unaligned write; the write fails and "
 	  "nothing changes",
 	  { ENOMEM } },
 	{ FP_REF_COMMIT_SETTLE,
-	  "ref/commit.c settle_round",
+	  "ref/txn/commit.c settle_round",
 	  "a commit fails while bringing delayed references, block groups and root items "
 	  "into the trees; the commit fails, read-only, the last commit stays",
 	  { EIO, ENOMEM, ENOSPC } },
 	{ FP_REF_COMMIT_WRITE_BLOCKS,
-	  "ref/commit.c write_blocks",
+	  "ref/txn/commit.c write_blocks",
 	  "a commit fails before writing one of its dirty blocks; the commit fails, read-only, "
 	  "the last commit stays",
 	  { EIO, ENOMEM, ENOSPC } },
 	{ FP_REF_COMMIT_FLUSH,
-	  "ref/commit.c rw_commit",
+	  "ref/txn/commit.c rw_commit",
 	  "a device's flush fails before the superblocks; the commit fails, read-only, the "
 	  "last commit stays",
 	  { EIO } },
 	{ FP_REF_COMMIT_SUPER,
-	  "ref/commit.c write_supers",
+	  "ref/txn/commit.c write_supers",
 	  "a superblock copy fails to be written (each copy of each device is a hit); the "
 	  "commit fails, read-only; copies written before it already name the new commit, "
 	  "whose blocks are flushed",
 	  { EIO } },
 	{ FP_REF_IO_READ,
-	  "ref/io.c read_physical",
+	  "ref/io/io.c read_physical",
 	  "a device read fails; a tree block is read from its other copy (DUP, RAID1*), data "
 	  "without another copy fails with EIO",
 	  { EIO, ENOMEM } },
 	{ FP_REF_IO_WRITE,
-	  "ref/io.c ref_write_logical",
+	  "ref/io/io.c ref_write_logical",
 	  "a device write of data or of a tree block fails; a data write fails and gives its "
 	  "extent back, a commit fails and turns read-only",
 	  { EIO, ENOSPC, ENOMEM } },

@@ -29,7 +29,7 @@
 #define MUTANT_SNAP_RW 6
 #define MUTANT_SNAP_NO_COMMIT 7
 #define MUTANT_QGROUP_NO_INHERIT 8
-/* The fsync log (ref/log_write.c): the superblock naming the log written
+/* The fsync log (ref/log/log_write.c): the superblock naming the log written
  * before the log blocks are flushed; the logged extents' checksums left
  * out; a file's names (INODE_REF) not logged; the holes of a NO_HOLES file
  * not logged (a hole punched since the commit comes back as old data); a

@@ -15,7 +15,7 @@
 #define BTRSIM_REF_RW_H
 
 #include "ref/internal.h"
-#include "ref/u64map.h"
+#include "ref/tree/u64map.h"
 #include "ref/vfs.h"
 
 #include <stdbool.h>

@@ -8,7 +8,7 @@
  * with one line in ref_error().  Each call is atomic: it changes the file
  * system entirely or not at all.  Changes become durable at a commit
  * (ref_sync, ref_umount, or when the dirty metadata outgrows its limit) or
- * when ref_fsync or ref_fdatasync syncs the fsync log tree (ref/log_write.c;
+ * when ref_fsync or ref_fdatasync syncs the fsync log tree (ref/log/log_write.c;
  * or commits, where the kernel's fsync would).  A write to a file opened
  * O_SYNC or O_DSYNC is ref_write then ref_fsync or ref_fdatasync, as Linux's
  * generic_write_sync does it.
@@ -38,7 +38,7 @@ struct ref_mount_opts {
 	/* Dirty metadata that forces a commit (the cache bound); 0: 64 MiB. */
 	uint64_t dirty_limit;
 	/* fsync and fdatasync go through the log tree by default, as the
-	 * kernel's (ref/log_write.c); notreelog: every fsync commits the
+	 * kernel's (ref/log/log_write.c); notreelog: every fsync commits the
 	 * transaction, as the kernel's -o notreelog. */
 	bool notreelog;
 };

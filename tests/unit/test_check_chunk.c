@@ -1,5 +1,5 @@
 /*
- * test_check_chunk.c - the checker's chunk pass (ref/check_chunk.c): chunks,
+ * test_check_chunk.c - the checker's chunk pass (ref/check/check_chunk.c): chunks,
  * block group items, device items and device extents agree, and the
  * superblock's device count with the chunk tree.  Each test corrupts one
  * field of the image iu_make_std makes (every copy, checksum made right

@@ -1,5 +1,5 @@
 /*
- * test_check_csum.c - the checker's csum pass (ref/check_csum.c): every
+ * test_check_csum.c - the checker's csum pass (ref/check/check_csum.c): every
  * sector of checksummed data has one checksum in the csum tree and no
  * checksum lies outside the referenced data.  The image iu_make_std makes
  * has one data extent (d/big, 303104 bytes) and one csum item for it, the

@@ -1,5 +1,5 @@
 /*
- * test_check_extent.c - the checker's extent pass (ref/check_extent.c): every
+ * test_check_extent.c - the checker's extent pass (ref/check/check_extent.c): every
  * tree block and data extent has its extent item with the right backrefs and
  * counts, and the used bytes of block groups and superblock add up.  Each test
  * corrupts one field of the image iu_make_std makes (every copy of the block,

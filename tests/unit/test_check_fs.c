@@ -5,7 +5,7 @@
  * of its leaf with the checksum made right again) gives the error it should.
  * Skipped when mkfs.btrfs is not installed.
  */
-#include "ref/check.h"
+#include "ref/check/check.h"
 #include "imgutil.h"
 #include "testutil.h"
 

@@ -1,5 +1,5 @@
 /*
- * test_check_structure.c - the checker's structure walk (ref/check.c): every
+ * test_check_structure.c - the checker's structure walk (ref/check/check.c): every
  * tree block read and validated, its generation and level what its parent
  * says, its keys in order and inside the range its parent gives, its first key
  * its parent's.  The image iu_make_std makes has a fs tree of three levels
@@ -8,7 +8,7 @@
  * asserts the error ref_check reports, and that `btrfs check --readonly` also
  * finds the image damaged.  Skipped when mkfs.btrfs is not installed.
  */
-#include "ref/check.h"
+#include "ref/check/check.h"
 #include "imgutil.h"
 #include "testutil.h"
 

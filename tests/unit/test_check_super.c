@@ -1,6 +1,6 @@
 /*
  * test_check_super.c - the superblock fields the kernel's btrfs_validate_super
- * rejects (ref/super.c: ref_super_fields_invalid): each test sets one field
+ * rejects (ref/io/super.c: ref_super_fields_invalid): each test sets one field
  * of every superblock copy of the image iu_make_std makes (checksum made
  * right again) and asserts that ref refuses to open it with the field named,
  * as the kernel refuses the mount, and that `btrfs check --readonly` finds

@@ -143,7 +143,7 @@ static void expect_decodes(unsigned type, const uint8_t *enc, size_t enc_len, co
 	free(got);
 }
 
-/* ---- stock encoders (independent of ref/compress.c) ------------------------------- */
+/* ---- stock encoders (independent of ref/read/compress.c) ------------------------------- */
 
 static size_t stock_zlib(const uint8_t *in, size_t n, uint8_t *out, size_t cap)
 {

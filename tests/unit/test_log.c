@@ -1,5 +1,5 @@
 /*
- * test_log.c - fsync through the log tree (ref/log_write.c) and its replay
+ * test_log.c - fsync through the log tree (ref/log/log_write.c) and its replay
  * at open (ref/log_replay*.c) on memory volumes: what an fsync made durable
  * comes back after power is lost, whole and checked clean; what was neither
  * fsynced nor committed does not; each full-commit case is counted with its
