@@ -29,12 +29,32 @@ int cli_mount(const struct cli_cmd *cmd, char **imgs, int n, struct cli_mount *m
 int cli_mount_degraded(const struct cli_cmd *cmd, char **imgs, int n, bool degraded,
 		       struct cli_mount *m)
 {
+	struct cli_mount_opts o = { .degraded = degraded };
+	return cli_mount_with(cmd, imgs, n, &o, m);
+}
+
+int cli_compress_arg(const struct cli_cmd *cmd, const char *arg, bool force,
+		     struct cli_mount_opts *o)
+{
+	char err[160];
+	if (ref_compress_parse(arg, &o->compress, &o->compress_level, err, sizeof(err)))
+		return cli_usage_error(cmd, "%s", err);
+	o->compress_force = force && o->compress;
+	return 0;
+}
+
+int cli_mount_with(const struct cli_cmd *cmd, char **imgs, int n, const struct cli_mount_opts *o,
+		   struct cli_mount *m)
+{
 	*m = (struct cli_mount){ .cmd = cmd };
 	int rc = cli_open_volume(cmd, imgs, n, true, &m->vol);
 	if (rc)
 		return rc;
 	struct ref_mount_opts mo = {
-		.open = { .super_mirror = -1, .log = stderr, .degraded = degraded },
+		.open = { .super_mirror = -1, .log = stderr, .degraded = o->degraded },
+		.compress = o->compress,
+		.compress_level = o->compress_level,
+		.compress_force = o->compress_force,
 	};
 	cli_clock_now(&mo);
 	char err[256], es[96];
@@ -716,6 +736,7 @@ static const char write_usage[] =
 	"\n"
 	"  -o, --offset OFF   where to write in PATH (K, M, G, T suffixes; default 0)\n"
 	"  -c, --create       create PATH (mode 0666 less the umask) when missing\n"
+	CLI_COMPRESS_HELP
 	"  -h, --help         show this help\n"
 	"\n"
 	"Data goes in pieces of 1 MiB, each an operation of its own: a failure\n"
@@ -768,11 +789,14 @@ static int cmd_write(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "offset", required_argument, NULL, 'o' }, { "create", no_argument, NULL, 'c' },
+		{ "compress", optional_argument, NULL, 'C' },
+		{ "compress-force", optional_argument, NULL, 'F' },
 		OPT_HELP, OPT_END,
 	};
 	uint64_t off = 0;
 	bool create = false;
-	int c;
+	struct cli_mount_opts mo = { 0 };
+	int c, rc;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "o:ch", opts, NULL)) != -1) {
@@ -782,11 +806,16 @@ static int cmd_write(int argc, char **argv)
 				return cli_usage_error(&cli_cmd_write, "bad offset '%s'", optarg);
 			break;
 		case 'c': create = true; break;
+		case 'C':
+		case 'F':
+			if ((rc = cli_compress_arg(&cli_cmd_write, optarg, c == 'F', &mo)))
+				return rc;
+			break;
 		case 'h': return cli_help(&cli_cmd_write);
 		default: return cli_usage_error(&cli_cmd_write, "unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	int n = argc - optind, rc;
+	int n = argc - optind;
 	if (n < 2)
 		return cli_usage_error(&cli_cmd_write, "needs at least one image and PATH");
 	int ndev = n == 2 ? 1 : volume_devices(&cli_cmd_write, argv[optind], &rc);
@@ -815,7 +844,7 @@ static int cmd_write(int argc, char **argv)
 		return cli_fail(&cli_cmd_write, "out of memory");
 	}
 	struct cli_mount m;
-	if ((rc = cli_mount(&cli_cmd_write, argv + optind, nimg, &m))) {
+	if ((rc = cli_mount_with(&cli_cmd_write, argv + optind, nimg, &mo, &m))) {
 		free(buf);
 		if (fd)
 			close(fd);

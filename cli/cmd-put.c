@@ -38,6 +38,7 @@ static const char usage_text[] =
 	"\n"
 	"  -v, --verbose   print each path as it is copied\n"
 	"      --degraded  mount with devices missing (writes go to the copies left)\n"
+	CLI_COMPRESS_HELP
 	"  -h, --help      show this help\n"
 	"\n"
 	"Each file system operation is atomic and the whole copy is committed at the\n"
@@ -442,17 +443,24 @@ static int cmd_put(int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "degraded", no_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "compress", optional_argument, NULL, 'C' },
+		{ "compress-force", optional_argument, NULL, 'F' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct put p = { 0 };
-	bool degraded = false;
-	int c;
+	struct cli_mount_opts mo = { 0 };
+	int c, rc;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'v': p.verbose = true; break;
-		case 'D': degraded = true; break;
+		case 'D': mo.degraded = true; break;
+		case 'C':
+		case 'F':
+			if ((rc = cli_compress_arg(&cli_cmd_put, optarg, c == 'F', &mo)))
+				return rc;
+			break;
 		case 'h': return cli_help(&cli_cmd_put);
 		default: return cli_usage_error(&cli_cmd_put, "unknown option '%s'", argv[optind - 1]);
 		}
@@ -474,7 +482,7 @@ static int cmd_put(int argc, char **argv)
 		return cli_fail(&cli_cmd_put, "%s: ENOTDIR (Not a directory)", src);
 	}
 	struct cli_mount m;
-	int rc = cli_mount_degraded(&cli_cmd_put, argv + optind, argc - optind - 2, degraded, &m);
+	rc = cli_mount_with(&cli_cmd_put, argv + optind, argc - optind - 2, &mo, &m);
 	if (rc) {
 		free(name_buf);
 		return rc;

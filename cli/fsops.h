@@ -7,6 +7,7 @@
 #define BTRSIM_CLI_FSOPS_H
 
 #include "cli/image.h"
+#include "ref/compress.h"
 #include "ref/vfs.h"
 
 struct cli_mount {
@@ -24,6 +25,27 @@ void cli_clock_now(struct ref_mount_opts *mo);
 /* The same, mounting degraded (devices missing) when asked. */
 int cli_mount_degraded(const struct cli_cmd *cmd, char **imgs, int n, bool degraded,
 		       struct cli_mount *m);
+
+/* The mount options of the commands that write. */
+struct cli_mount_opts {
+	bool degraded;
+	uint8_t compress; /* compress= / compress-force= (REF_COMPRESS_*; 0: off) */
+	int8_t compress_level;
+	bool compress_force;
+};
+int cli_mount_with(const struct cli_cmd *cmd, char **imgs, int n, const struct cli_mount_opts *o,
+		   struct cli_mount *m);
+/* --compress[=ALG[:LEVEL]] (force false) or --compress-force[=...] into o:
+ * 0, or the exit status of a usage error (arg NULL: zlib). */
+int cli_compress_arg(const struct cli_cmd *cmd, const char *arg, bool force,
+		     struct cli_mount_opts *o);
+/* Their lines in a command's help. */
+#define CLI_COMPRESS_HELP                                                                     \
+	"      --compress[=ALG[:LEVEL]]\n"                                                   \
+	"                  compress new data as the kernel's -o compress=: zlib (the\n"     \
+	"                  default, levels 1-9), lzo, zstd (levels -15..15), no\n"           \
+	"      --compress-force[=ALG[:LEVEL]]\n"                                             \
+	"                  the same without the heuristic, as -o compress-force=\n"
 
 /* The subvolume whose root directory PATH is: 0, -EINVAL when PATH is not a
  * subvolume's root, or the lookup's errno. */

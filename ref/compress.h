@@ -33,6 +33,7 @@
 #ifndef BTRSIM_REF_COMPRESS_H
 #define BTRSIM_REF_COMPRESS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -52,6 +53,18 @@ enum ref_compress_type {
 
 /* "none", "zlib", "lzo", "zstd", or "unknown". */
 const char *ref_compress_name(unsigned type);
+
+/*
+ * The value of the kernel's compress= / compress-force= mount option, as
+ * Linux 6.18 reads it: "zlib", "lzo" or "zstd", each optionally ":LEVEL"
+ * (a decimal integer; zlib's clamped to 1..9, zstd's to -15..15, lzo's
+ * ignored; 0 is the default level, stored as 0), "no" or "none" (type 0), or
+ * an empty string or NULL (-o compress: zlib).  Returns 0, or -EINVAL with
+ * the reason in err ("zlib+x", "zstd:abc", "zstd:" are refused, as 6.18 does).
+ */
+int ref_compress_parse(const char *s, uint8_t *type, int8_t *level, char *err, size_t errlen);
+/* "compress=zstd:3", "compress-force=lzo", "compress=no" for the same values. */
+void ref_compress_format(uint8_t type, int8_t level, bool force, char *buf, size_t len);
 
 /*
  * Decode one regular extent's on-disk bytes (in, in_len = disk_num_bytes) as
@@ -116,9 +129,11 @@ ssize_t ref_compress(unsigned type, int level, const uint8_t *in, size_t in_len,
  * Encode the data of an inline extent candidate (1..sectorsize bytes): the
  * same encodings (lzo: one segment), without the one-sector-saving rule, which
  * the kernel applies only after trying an inline extent.  Returns the encoded
- * size, or -E2BIG when it is not smaller than in_len (the kernel then falls
- * back to an uncompressed extent); the caller still checks max_inline and the
- * leaf's room.  Other errors as ref_compress.
+ * size, or -E2BIG when the codec itself gives up as the kernel's does: zlib
+ * and zstd when the output is not smaller than the input, lzo never for one
+ * segment (the kernel stores 1000 random bytes as a 1016-byte lzo inline
+ * extent).  The caller checks the size against the sector, max_inline and
+ * the leaf's room.  Other errors as ref_compress.
  */
 ssize_t ref_compress_inline(unsigned type, int level, const uint8_t *in, size_t in_len,
 			    uint8_t *out, size_t out_cap, uint32_t sectorsize);

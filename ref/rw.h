@@ -199,6 +199,16 @@ struct rw_state {
 	 * target. */
 	uint64_t convert[3];
 	bool treelog;              /* fsync logs (not ref_mount_opts.notreelog) */
+	/* The mount's compress= / compress-force= (ref/compress/): algorithm
+	 * (0: none), level (0: default), force. */
+	uint8_t compress;
+	int8_t compress_level;
+	bool compress_force;
+	/* A defragmentation with -c or --nocomp under way (defrag_compress of
+	 * the kernel's inode): the algorithm and level its writes use, or no
+	 * compression at all (REF_DEFRAG_NOCOMP); 0: none running. */
+	uint8_t defrag_compress;
+	int8_t defrag_level;
 	struct log_state *log;     /* this transaction's fsync log (log_write.h); NULL: none */
 	/* A name change the log cannot follow (log_names.c), or no memory to
 	 * note one: the next fsync commits instead, counted under the reason. */

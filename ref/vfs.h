@@ -41,6 +41,14 @@ struct ref_mount_opts {
 	 * kernel's (ref/log/log_write.c); notreelog: every fsync commits the
 	 * transaction, as the kernel's -o notreelog. */
 	bool notreelog;
+	/* compress=ALG[:LEVEL] and compress-force=ALG[:LEVEL], as the kernel's
+	 * mount options (ref/compress/): the algorithm (REF_COMPRESS_*, 0: off),
+	 * its level (0: the algorithm's default) and force (every range is
+	 * compressed without the heuristic, and a file whose data does not
+	 * shrink is not marked NOCOMPRESS).  ref_compress_parse reads them. */
+	uint8_t compress;
+	int8_t compress_level;
+	bool compress_force;
 };
 
 /* Why an fsync committed the whole transaction instead of syncing the log. */
@@ -114,7 +122,7 @@ int ref_fsync(ref_fs *fs, const char *path);
 int ref_fdatasync(ref_fs *fs, const char *path);
 
 /* flags: 0, XATTR_CREATE or XATTR_REPLACE.  Names in the user., trusted. and
- * security. namespaces, and the POSIX ACLs system.posix_acl_access and
+ * security. namespaces, the property btrfs.compression (below), and the POSIX ACLs system.posix_acl_access and
  * system.posix_acl_default, kept as Linux keeps them (acl.c: validated,
  * the mode set from an access ACL, an ACL no more than the mode not stored,
  * default ACLs inherited by new inodes, chmod rewriting the access ACL);
@@ -122,6 +130,17 @@ int ref_fdatasync(ref_fs *fs, const char *path);
 int ref_setxattr(ref_fs *fs, const char *path, const char *name, const void *value, size_t len,
 		 int flags);
 int ref_removexattr(ref_fs *fs, const char *path, const char *name);
+/* The inode flags as FS_IOC_GETFLAGS gives them (FS_*_FL of <linux/fs.h>:
+ * lsattr), and FS_IOC_SETFLAGS (chattr) for the flags c (FS_COMPR_FL: the
+ * compression property set to the mount's algorithm, or zlib) and m
+ * (FS_NOCOMP_FL: no compression, the property removed), with the kernel's
+ * EINVAL for c with m or either with C; changing any other flag is
+ * EOPNOTSUPP (ref does not enforce them).  The property itself is the xattr
+ * btrfs.compression ("zlib", "lzo", "zstd", "no", "none"; "" resets), set
+ * and removed with ref_setxattr / ref_removexattr as `btrfs property set`
+ * does (ref/compress/compress_prop.c). */
+int ref_getflags(ref_fs *fs, const char *path, uint32_t *fsflags);
+int ref_setflags(ref_fs *fs, const char *path, uint32_t fsflags);
 /* The value's length; -ERANGE when len is too small (len 0: just the size). */
 ssize_t ref_getxattr(ref_fs *fs, const char *path, const char *name, void *value, size_t len);
 int ref_chmod(ref_fs *fs, const char *path, uint32_t mode);

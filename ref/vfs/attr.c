@@ -6,6 +6,7 @@
  * chown (vfs_killpriv).
  */
 #include "ref/log/log_write.h"
+#include "ref/compress/compress_int.h"
 #include "ref/vfs/vfs_int.h"
 
 #include <errno.h>
@@ -22,7 +23,7 @@ static int check_name(ref_fs *fs, const char *name, size_t *len)
 	*len = name ? strlen(name) : 0;
 	if (*len == 0 || *len > BTRFS_NAME_LEN)
 		return ref_fail(fs, ERANGE, "xattr names are 1 to 255 bytes");
-	static const char *const prefixes[] = { "user.", "trusted.", "security." };
+	static const char *const prefixes[] = { "user.", "trusted.", "security.", "btrfs." };
 	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
 		size_t pl = strlen(prefixes[i]);
 		if (*len > pl && !strncmp(name, prefixes[i], pl))
@@ -155,6 +156,8 @@ int ref_setxattr(ref_fs *fs, const char *path, const char *name, const void *val
 		return vfs_end(fs, r);
 	if (acl_name(name, &dflt)) /* (the flags play no part: vfs_set_acl) */
 		r = acl_set(fs, &ino, &ii, dflt, value, len);
+	else if (!strncmp(name, "btrfs.", 6)) /* properties (ref/compress/compress_prop.c) */
+		r = cw_prop_set(fs, &ino, &ii, name, value ? value : "", len, flags);
 	else if (!(r = vfs_xattr_put(fs, &ino, name, nlen, value, len, flags)))
 		r = inode_read(fs, &ino, &ii);
 	if (!r) {
@@ -178,6 +181,8 @@ int ref_removexattr(ref_fs *fs, const char *path, const char *name)
 		return vfs_end(fs, r);
 	if (acl_name(name, &dflt)) /* none there is no error (vfs_remove_acl) */
 		r = acl_set(fs, &ino, &ii, dflt, NULL, 0);
+	else if (!strncmp(name, "btrfs.", 6))
+		r = cw_prop_set(fs, &ino, &ii, name, "", 0, XATTR_REPLACE);
 	else if ((r = vfs_xattr_cut(fs, &ino, name, nlen)) == -ENODATA)
 		r = ref_fail(fs, ENODATA, "%s: no such xattr", name);
 	if (r)
@@ -331,4 +336,30 @@ int ref_utimes(ref_fs *fs, const char *path, const struct timespec times[2])
 	if (times && times[0].tv_nsec == UTIME_OMIT && times[1].tv_nsec == UTIME_OMIT)
 		return 0; /* as utimensat: nothing to do, not even a lookup */
 	return set_attrs(fs, path, do_utimes, times, false);
+}
+
+int ref_getflags(ref_fs *fs, const char *path, uint32_t *fsflags)
+{
+	struct ref_ino ino;
+	struct btrfs_inode_item ii;
+	int r = vfs_resolve(fs, path, true, &ino);
+	if (r || (r = inode_read(fs, &ino, &ii)))
+		return r;
+	return cw_getflags(&ii, fsflags);
+}
+
+int ref_setflags(ref_fs *fs, const char *path, uint32_t fsflags)
+{
+	struct ref_ino ino;
+	struct btrfs_inode_item ii;
+	int r = vfs_begin(fs, 6, false); /* the inode and the property's xattr */
+	if (r || (r = vfs_resolve(fs, path, true, &ino)) || (r = inode_read(fs, &ino, &ii)))
+		return vfs_end(fs, r);
+	/* FS_IOC_SETFLAGS needs an open file: a stand-in has no fileattr_set */
+	if (vfs_is_standin(&ino))
+		return vfs_end(fs, ref_fail(fs, ENOTTY, "%s: a snapshot's stand-in has no flags", path));
+	if ((r = vfs_writable(fs, &ino)) || (r = cw_setflags(fs, &ino, &ii, fsflags)))
+		return vfs_end(fs, r);
+	inode_touch(fs, &ii, false, true);
+	return vfs_end(fs, inode_write(fs, &ino, &ii));
 }

@@ -4,6 +4,7 @@
  * with the checks and errnos of Linux's VFS and btrfs.
  */
 #include "ref/log/log_write.h"
+#include "ref/compress/compress_int.h"
 #include "ref/vfs/vfs_int.h"
 
 #include <errno.h>
@@ -81,12 +82,11 @@ static int make_node(ref_fs *fs, const char *path, uint32_t mode, const char *ta
 		acl_inherited_free(&acl);
 		return vfs_end(fs, r);
 	}
-	if (sgid || rdev) {
-		if (sgid)
-			ii.gid = dii.gid;
-		ii.rdev = htole64(rdev);
-		r = inode_write(fs, &ino, &ii);
-	}
+	if (sgid)
+		ii.gid = dii.gid;
+	ii.rdev = htole64(rdev);
+	/* the directory's c, m and C flags and its compression property */
+	r = cw_inherit(fs, &n.dir, &dii, &ino, &ii);
 	if (r || (r = acl_inherit_store(fs, &ino, &acl))) {
 		acl_inherited_free(&acl);
 		return vfs_end(fs, r);

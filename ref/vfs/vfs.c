@@ -4,6 +4,7 @@
  * walking with Linux's rules: symlinks followed in the middle of a path,
  * ENOTDIR, ENAMETOOLONG, ELOOP.
  */
+#include "ref/compress.h"
 #include "ref/vfs/vfs_int.h"
 
 #include <errno.h>
@@ -20,6 +21,10 @@ int ref_mount(sim_volume *vol, const struct ref_mount_opts *o, ref_fs **out, cha
 	uint64_t clock_ns = (o->clock_start ? o->clock_start * UINT64_C(1000000000)
 					    : REF_DEFAULT_CLOCK_NS) +
 			    o->clock_start_nsec % 1000000000u;
+	if (o->compress > REF_COMPRESS_ZSTD) {
+		snprintf(err, errlen, "compress: unknown algorithm %u", o->compress);
+		return -EINVAL;
+	}
 	struct ref_open_opts oo = o->open;
 	if (!oo.clock_ns)
 		oo.clock_ns = clock_ns; /* a log replayed at open stamps the mount's time */
@@ -36,6 +41,9 @@ int ref_mount(sim_volume *vol, const struct ref_mount_opts *o, ref_fs **out, cha
 	if (o->dirty_limit)
 		fs->rw->dirty_limit = o->dirty_limit;
 	fs->rw->treelog = !o->notreelog;
+	fs->rw->compress = o->compress;
+	fs->rw->compress_level = o->compress_level;
+	fs->rw->compress_force = o->compress && o->compress_force;
 	/* No free-space tree (v1 space cache): converted first, in a commit
 	 * of its own, as the kernel's space_cache=v2 mount does. */
 	if (!(LE64(fs->sb.compat_ro_flags) & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE) &&

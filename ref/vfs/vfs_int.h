@@ -152,5 +152,13 @@ int file_fallocate(ref_fs *fs, const struct ref_ino *ino, int mode, uint64_t off
  * splitting those that cross the edges; *freed gets the bytes nbytes loses. */
 int file_drop_extents(ref_fs *fs, const struct ref_ino *ino, uint64_t start, uint64_t end,
 		      uint64_t *freed);
+/* New extents at file offset `at` where the file has none (ii->nbytes
+ * counts them; written at commit with the inode): len bytes of sector-aligned
+ * data in plain extents; or one compressed extent of disk_len bytes (the
+ * encoding padded with zeros to a sector) holding ram bytes of data. */
+int file_put_plain(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_item *ii, uint64_t at,
+		   const uint8_t *data, uint64_t len);
+int file_put_compressed(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_item *ii,
+			uint64_t at, const uint8_t *enc, uint64_t disk_len, uint64_t ram, uint8_t type);
 
 #endif

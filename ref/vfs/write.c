@@ -7,6 +7,7 @@
  * one.
  */
 #include "faults/points.h"
+#include "ref/compress/compress_int.h"
 #include "ref/txn/extent.h"
 #include "ref/vfs/vfs_int.h"
 
@@ -194,59 +195,99 @@ static void new_extent(ref_fs *fs, struct btrfs_file_extent_item *fe, uint8_t ty
 	fe->num_bytes = htole64(len);
 }
 
-/* Writes sector-aligned data at file offset `at` into new extents. */
-static int write_aligned(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_item *ii,
-			 uint64_t at, const uint8_t *data, uint64_t len)
+/* Checksums of n sectors of bytes, for the csum tree. */
+static int sector_csums(ref_fs *fs, const uint8_t *bytes, uint64_t n, uint8_t **out)
+{
+	bool fault = FP_FAIL(FP_REF_MEM_CSUM);
+	uint8_t *csums = fault ? NULL : malloc(n * fs->csum_size);
+	if (!csums)
+		return ref_fail(fs, ENOMEM, "out of memory for %llu checksums%s", (unsigned long long)n,
+				fault ? " (fault point " FP_REF_MEM_CSUM ")" : "");
+	for (uint64_t s = 0; s < n; s++) {
+		uint8_t c[BTRFS_CSUM_BYTES];
+		ref_csum(fs->csum_type, bytes + s * fs->sectorsize, fs->sectorsize, c);
+		memcpy(csums + s * fs->csum_size, c, fs->csum_size);
+	}
+	*out = csums;
+	return 0;
+}
+
+/* One new extent at file offset `at` in space [start, start + disk_len)
+ * just allocated: its bytes written, its checksums, its reference and its
+ * file extent item (ram bytes of data; compression: REF_COMPRESS_*). */
+static int put_extent(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_item *ii,
+		      uint64_t at, uint64_t start, const uint8_t *bytes, uint64_t disk_len,
+		      uint64_t ram, uint8_t compression)
 {
 	struct rw_tree *t;
-	uint64_t freed;
 	int r = rw_tree_get(fs, ino->subvol, &t);
-	if (r || (r = file_drop_extents(fs, ino, at, at + len, &freed)))
-		return r;
-	uint64_t nbytes = LE64(ii->nbytes) - freed;
-	bool sums = !(LE64(ii->flags) & BTRFS_INODE_NODATASUM);
 	uint8_t *csums = NULL;
+	bool sums = !(LE64(ii->flags) & BTRFS_INODE_NODATASUM);
+	if (!r)
+		r = ref_write_logical(fs, start, bytes, disk_len);
+	if (!r && sums)
+		r = sector_csums(fs, bytes, disk_len / fs->sectorsize, &csums);
+	if (r) {
+		alloc_unreserve_data(fs, start, disk_len);
+		return r;
+	}
+	/* From here the extent is referenced; a failure leaves it to the commit. */
+	r = dref_data(fs, start, disk_len, ino->subvol, ino->ino, at, +1, true);
+	if (!r && sums)
+		r = csum_insert(fs, start, csums, disk_len / fs->sectorsize);
+	free(csums);
+	struct btrfs_file_extent_item fe;
+	new_extent(fs, &fe, BTRFS_FILE_EXTENT_REG, start, disk_len);
+	fe.compression = compression;
+	fe.ram_bytes = fe.num_bytes = htole64(ram);
+	struct ref_key k = { ino->ino, BTRFS_EXTENT_DATA_KEY, at };
+	if (!r)
+		r = insert_extent_item(fs, t, &k, &fe);
+	ii->nbytes = htole64(LE64(ii->nbytes) + ram);
+	return r;
+}
+
+int file_put_plain(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_item *ii, uint64_t at,
+		   const uint8_t *data, uint64_t len)
+{
+	int r = 0;
 	for (uint64_t done = 0; done < len && !r;) {
 		uint64_t want = len - done < MAX_EXTENT ? len - done : MAX_EXTENT, start, got;
 		if ((r = alloc_data(fs, want, fs->sectorsize, &start, &got)))
 			break;
-		if ((r = ref_write_logical(fs, start, data + done, got))) {
-			alloc_unreserve_data(fs, start, got);
-			break;
-		}
-		if (sums) {
-			uint64_t n = got / fs->sectorsize;
-			free(csums);
-			bool fault = FP_FAIL(FP_REF_MEM_CSUM);
-			csums = fault ? NULL : malloc(n * fs->csum_size);
-			if (!csums) {
-				alloc_unreserve_data(fs, start, got);
-				r = ref_fail(fs, ENOMEM, "out of memory for %llu checksums%s",
-					     (unsigned long long)n,
-					     fault ? " (fault point " FP_REF_MEM_CSUM ")" : "");
-				break;
-			}
-			for (uint64_t s = 0; s < n; s++) {
-				uint8_t c[BTRFS_CSUM_BYTES];
-				ref_csum(fs->csum_type, data + done + s * fs->sectorsize, fs->sectorsize, c);
-				memcpy(csums + s * fs->csum_size, c, fs->csum_size);
-			}
-		}
-		/* From here the extent is referenced; a failure leaves it to the commit. */
-		r = dref_data(fs, start, got, ino->subvol, ino->ino, at + done, +1, true);
-		if (!r && sums)
-			r = csum_insert(fs, start, csums, got / fs->sectorsize);
-		struct btrfs_file_extent_item fe;
-		new_extent(fs, &fe, BTRFS_FILE_EXTENT_REG, start, got);
-		struct ref_key k = { ino->ino, BTRFS_EXTENT_DATA_KEY, at + done };
-		if (!r)
-			r = insert_extent_item(fs, t, &k, &fe);
-		nbytes += got;
+		r = put_extent(fs, ino, ii, at + done, start, data + done, got, got, 0);
 		done += got;
 	}
-	free(csums);
-	ii->nbytes = htole64(nbytes);
 	return r;
+}
+
+int file_put_compressed(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_item *ii,
+			uint64_t at, const uint8_t *enc, uint64_t disk_len, uint64_t ram, uint8_t type)
+{
+	uint64_t start, got;
+	int r = alloc_data(fs, disk_len, disk_len, &start, &got);
+	if (r)
+		return r;
+	cw_need_incompat(fs, type);
+	return put_extent(fs, ino, ii, at, start, enc, disk_len, ram, type);
+}
+
+/* Writes sector-aligned data at file offset `at` into new extents, in place
+ * of what was there: compressed as plan says (NULL: plain), as the kernel's
+ * writeback of a dirty range with the file's size isize after the write and
+ * disk_isize before it (compress_write.c). */
+static int write_aligned(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_item *ii,
+			 uint64_t at, const uint8_t *data, uint64_t len, const struct cw_plan *plan,
+			 uint64_t isize, uint64_t disk_isize)
+{
+	uint64_t freed;
+	int r = file_drop_extents(fs, ino, at, at + len, &freed);
+	if (r)
+		return r;
+	ii->nbytes = htole64(LE64(ii->nbytes) - freed);
+	if (plan && plan->type)
+		return cw_write(fs, ino, ii, plan, at, data, len, isize, disk_isize);
+	return file_put_plain(fs, ino, ii, at, data, len);
 }
 
 /* The inline extent of a file, if it has one: its data, the first *len bytes
@@ -274,17 +315,11 @@ static int inline_data(ref_fs *fs, const struct ref_ino *ino, uint8_t *buf, size
 	return 0;
 }
 
-/* Whether the file has any extent item. */
-static int has_extents(ref_fs *fs, const struct ref_ino *ino)
-{
-	struct fext e;
-	int r = extent_from(fs, ino, 0, &e);
-	return r == 1 ? 0 : r == 0 ? 1 : r;
-}
-
-/* Replaces the file's data by one inline extent of `len` bytes. */
-static int write_inline(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_item *ii,
-			const uint8_t *data, uint64_t len)
+/* Replaces the file's data by one inline extent holding `ram` bytes of
+ * data, stored as plen bytes of payload (the data itself, or its encoding
+ * when compression is REF_COMPRESS_*). */
+static int write_inline_enc(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_item *ii,
+			    const uint8_t *payload, uint64_t plen, uint64_t ram, uint8_t compression)
 {
 	struct rw_tree *t;
 	uint64_t freed;
@@ -292,21 +327,31 @@ static int write_inline(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inod
 	if (r || (r = file_drop_extents(fs, ino, 0, UINT64_MAX, &freed)))
 		return r;
 	uint64_t nbytes = LE64(ii->nbytes) - freed;
-	if (len) {
+	if (ram) {
 		uint8_t buf[FE_HEADER + VFS_MAX_INLINE];
 		struct btrfs_file_extent_item *fe = (void *)buf;
 		memset(buf, 0, FE_HEADER);
 		fe->generation = htole64(fs->rw->transid);
-		fe->ram_bytes = htole64(len);
+		fe->ram_bytes = htole64(ram);
 		fe->type = BTRFS_FILE_EXTENT_INLINE;
-		memcpy(buf + FE_HEADER, data, len);
+		fe->compression = compression;
+		memcpy(buf + FE_HEADER, payload, plen);
 		struct ref_key k = { ino->ino, BTRFS_EXTENT_DATA_KEY, 0 };
-		if ((r = bt_insert_data(fs, t, &k, buf, (uint32_t)(FE_HEADER + len))))
+		if ((r = bt_insert_data(fs, t, &k, buf, (uint32_t)(FE_HEADER + plen))))
 			return r;
-		nbytes += len;
+		if (compression)
+			cw_need_incompat(fs, compression);
+		nbytes += ram;
 	}
 	ii->nbytes = htole64(nbytes);
 	return 0;
+}
+
+/* Replaces the file's data by one inline extent of `len` bytes. */
+static int write_inline(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_item *ii,
+			const uint8_t *data, uint64_t len)
+{
+	return write_inline_enc(fs, ino, ii, data, len, len, 0);
 }
 
 /* Turns an inline extent into a regular one (before the file grows past it). */
@@ -319,7 +364,7 @@ static int uninline(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_it
 	bool has;
 	int r = inline_data(fs, ino, sector, fs->sectorsize, &len, &has);
 	if (!r && has)
-		r = write_aligned(fs, ino, ii, 0, sector, fs->sectorsize);
+		r = write_aligned(fs, ino, ii, 0, sector, fs->sectorsize, NULL, 0, 0);
 	free(sector);
 	return r;
 }
@@ -339,6 +384,39 @@ static int finish_write(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inod
 	return inode_write(fs, ino, ii);
 }
 
+/* A file of one sector at most written whole (data: a sector, the file's
+ * newsize bytes then zeros), as the kernel's writeback of a dirty range at
+ * offset 0 makes it: compressed inline when the plan compresses and the
+ * encoding fits (compress_write.c), else inline when small enough, else one
+ * plain extent. */
+static int write_small(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_item *ii,
+		       const struct cw_plan *plan, const uint8_t *data, uint64_t newsize,
+		       uint64_t disk_isize)
+{
+	uint8_t enc[VFS_MAX_INLINE];
+	ssize_t n = cw_small(fs, ii, plan, data, newsize, disk_isize, enc, sizeof(enc));
+	if (n < 0)
+		return (int)n;
+	if (n > 0)
+		return write_inline_enc(fs, ino, ii, enc, (uint64_t)n, newsize, plan->type);
+	if (fits_inline(fs, newsize))
+		return write_inline(fs, ino, ii, data, newsize);
+	return write_aligned(fs, ino, ii, 0, data, fs->sectorsize, NULL, 0, 0);
+}
+
+/* Whether the file has an extent at or after pos. */
+static int extent_after(ref_fs *fs, const struct ref_ino *ino, uint64_t pos)
+{
+	struct fext e;
+	int r = extent_from(fs, ino, pos, &e);
+	return r == 1 ? 0 : r == 0 ? 1 : r;
+}
+
+/* How far past its end an inline extent is still rewritten together with a
+ * write, as one range from offset 0 (the kernel's dirty pages would be one
+ * range at writeback); further away it becomes a regular extent first. */
+#define INLINE_MERGE_MAX (UINT64_C(128) * 1024)
+
 /* (Each data call checks vfs_writable before anything, the csum tree first,
  * is touched: EROFS in a read-only snapshot, as the kernel's open for
  * writing gives.) */
@@ -352,50 +430,63 @@ int file_write(ref_fs *fs, const struct ref_ino *ino, const void *buf, size_t le
 		return r;
 	uint64_t size = LE64(ii.size), end = off + len, ss = fs->sectorsize;
 	uint64_t newsize = end > size ? end : size;
+	struct cw_plan plan;
+	if ((r = cw_plan_for(fs, ino, &ii, &plan)))
+		return r;
 	bool inl = false;
 	uint64_t ilen = 0;
-	uint8_t small[VFS_MAX_INLINE + 1];
-	if ((r = inline_data(fs, ino, small, sizeof(small), &ilen, &inl)))
+	uint8_t probe[1];
+	if ((r = inline_data(fs, ino, probe, 0, &ilen, &inl)))
 		return r;
-	int any = has_extents(fs, ino);
-	if (any < 0)
-		return any;
-	if (fits_inline(fs, newsize) && (inl || !any)) {
-		uint8_t data[VFS_MAX_INLINE];
-		memset(data, 0, sizeof(data));
-		if (inl)
-			memcpy(data, small, ilen < size ? ilen : size);
-		memcpy(data + off, buf, len);
-		r = write_inline(fs, ino, &ii, data, newsize);
-	} else {
-		if (inl && (r = uninline(fs, ino, &ii)))
-			return r;
-		uint64_t a = off / ss * ss, b = round_up(end, ss);
-		if (a == off && b == end) /* whole sectors: straight from the caller */
-			return finish_write(fs, ino, &ii, write_aligned(fs, ino, &ii, a, buf, len),
-					    newsize);
-		bool fault = FP_FAIL(FP_REF_MEM_WRITE_BUF);
-		uint8_t *data = fault ? NULL : malloc(b - a);
+	int beyond = newsize <= ss ? extent_after(fs, ino, ss) : 1;
+	if (beyond < 0)
+		return beyond;
+	if (!beyond) { /* the file is one sector at most: written whole from offset 0 */
+		uint8_t *data = calloc(1, ss);
 		if (!data)
-			return ref_fail(fs, ENOMEM, "out of memory for a %llu-byte write buffer%s",
-					(unsigned long long)(b - a),
-					fault ? " (fault point " FP_REF_MEM_WRITE_BUF ")" : "");
-		memset(data, 0, ss); /* the partial sectors at the ends */
-		memset(data + (b - a) - ss, 0, ss);
-		/* The partial sectors at both ends keep the bytes already there. */
-		if (off > a && a < size) {
-			ssize_t n = ref_pread(fs, ino, data, off - a, a);
+			return ref_fail(fs, ENOMEM, "out of memory");
+		if (size) {
+			ssize_t n = ref_pread(fs, ino, data, size < ss ? size : ss, 0);
 			r = n < 0 ? (int)n : 0;
 		}
-		if (!r && end < b && end < size) {
-			ssize_t n = ref_pread(fs, ino, data + (end - a), b - end, end);
-			r = n < 0 ? (int)n : 0;
-		}
-		memcpy(data + (off - a), buf, len);
+		memcpy(data + off, buf, len);
 		if (!r)
-			r = write_aligned(fs, ino, &ii, a, data, b - a);
+			r = write_small(fs, ino, &ii, &plan, data, newsize, size);
 		free(data);
+		return finish_write(fs, ino, &ii, r, newsize);
 	}
+	if (inl && off > INLINE_MERGE_MAX) {
+		if ((r = uninline(fs, ino, &ii)))
+			return r;
+		inl = false;
+	}
+	uint64_t a = inl ? 0 : off / ss * ss, b = round_up(end, ss);
+	if (a == off && b == end) /* whole sectors: straight from the caller */
+		return finish_write(fs, ino, &ii,
+				    write_aligned(fs, ino, &ii, a, buf, len, &plan, newsize, size),
+				    newsize);
+	bool fault = FP_FAIL(FP_REF_MEM_WRITE_BUF);
+	uint8_t *data = fault ? NULL : malloc(b - a);
+	if (!data)
+		return ref_fail(fs, ENOMEM, "out of memory for a %llu-byte write buffer%s",
+				(unsigned long long)(b - a),
+				fault ? " (fault point " FP_REF_MEM_WRITE_BUF ")" : "");
+	memset(data, 0, off - a > ss ? off - a : ss); /* the partial sectors at the ends */
+	memset(data + (b - a) - ss, 0, ss);
+	/* The bytes before the write in its first sector (from offset 0 when an
+	 * inline extent goes with it) and after it in its last keep what is there. */
+	if (off > a && a < size) {
+		ssize_t n = ref_pread(fs, ino, data, (size < off ? size : off) - a, a);
+		r = n < 0 ? (int)n : 0;
+	}
+	if (!r && end < b && end < size) {
+		ssize_t n = ref_pread(fs, ino, data + (end - a), b - end, end);
+		r = n < 0 ? (int)n : 0;
+	}
+	memcpy(data + (off - a), buf, len);
+	if (!r)
+		r = write_aligned(fs, ino, &ii, a, data, b - a, &plan, newsize, size);
+	free(data);
 	return finish_write(fs, ino, &ii, r, newsize);
 }
 
@@ -421,7 +512,7 @@ static int zero_partial(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inod
 	}
 	if (!r) {
 		memset(sector + (from - a), 0, to - from);
-		r = write_aligned(fs, ino, ii, a, sector, ss);
+		r = write_aligned(fs, ino, ii, a, sector, ss, NULL, 0, 0);
 	}
 	free(sector);
 	return r;
@@ -505,6 +596,9 @@ static int prealloc(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_it
 			if (!r)
 				r = insert_extent_item(fs, t, &k, &fe);
 			ii->nbytes = htole64(LE64(ii->nbytes) + got);
+			/* btrfs_prealloc_file_range: the inode is PREALLOC from now on
+			 * (should_nocow: its later writes are never compressed) */
+			ii->flags = htole64(LE64(ii->flags) | BTRFS_INODE_PREALLOC);
 			pos += got;
 		}
 	}

@@ -273,7 +273,11 @@ Test(compress, one_byte)
 	uint8_t enc[64], out[8];
 	for (size_t t = 0; t < 3; t++) {
 		cr_assert_eq(ref_compress(codecs[t], 0, &b, 1, enc, sizeof enc, SS), -E2BIG);
-		cr_assert_eq(ref_compress_inline(codecs[t], 0, &b, 1, enc, sizeof enc, SS), -E2BIG);
+		ssize_t n = ref_compress_inline(codecs[t], 0, &b, 1, enc, sizeof enc, SS);
+		if (codecs[t] == REF_COMPRESS_LZO)
+			cr_assert(n > 1, "lzo inline of one byte: %zd", n);
+		else
+			cr_assert_eq(n, -E2BIG);
 	}
 	size_t n = stock_zlib(&b, 1, enc, sizeof enc);
 	expect_decodes(REF_COMPRESS_ZLIB, enc, n, &b, 1, SS, true);
@@ -329,7 +333,13 @@ Test(compress, incompressible_is_e2big)
 		for (size_t i = 0; i < 3; i++)
 			cr_assert_eq(ref_compress(codecs[t], 0, in, sizes[i], enc, CAP, SS), -E2BIG,
 				     "%s random %zu", ref_compress_name(codecs[t]), sizes[i]);
-		cr_assert_eq(ref_compress_inline(codecs[t], 0, in, 3000, enc, CAP, SS), -E2BIG);
+		/* inline: the codec's own verdict; lzo has none for one segment
+		 * and returns an encoding larger than the data, as the kernel's */
+		ssize_t n = ref_compress_inline(codecs[t], 0, in, 3000, enc, CAP, SS);
+		if (codecs[t] == REF_COMPRESS_LZO)
+			cr_assert(n > 3000, "lzo inline of random data: %zd", n);
+		else
+			cr_assert_eq(n, -E2BIG);
 	}
 	free(in);
 	free(enc);

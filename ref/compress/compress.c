@@ -720,8 +720,7 @@ static ssize_t compress_common(unsigned type, int level, const uint8_t *in, size
 		    : type == REF_COMPRESS_LZO ? lzo_encode(in, in_len, ss, buf, cap)
 					       : zstd_encode(level, in, in_len, ss, buf, cap);
 	if (n >= 0) {
-		if (inline_extent ? (size_t)n >= in_len
-				  : round_up_to((size_t)n, ss) + ss > round_up_to(in_len, ss))
+		if (!inline_extent && round_up_to((size_t)n, ss) + ss > round_up_to(in_len, ss))
 			n = -E2BIG;
 		else if ((size_t)n > out_cap)
 			n = -ENOSPC;
