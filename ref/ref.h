@@ -195,6 +195,9 @@ int ref_lookup(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t l
  * goes up); symlinks are not followed. */
 int ref_resolve(ref_fs *fs, const struct ref_ino *start, const char *path, struct ref_ino *out);
 int ref_stat(ref_fs *fs, const struct ref_ino *ino, struct ref_stat *st);
+/* The FS_*_FL flags (<linux/fs.h>, lsattr's) that btrfs inode flags (a
+ * ref_stat's flags) show as, as the kernel's btrfs_inode_flags_to_fsflags. */
+uint32_t ref_inode_fsflags(uint64_t inode_flags);
 /* The same for ino as an entry of directory dir (ref_lookup's, a readdir's):
  * a snapshot's stand-in for a subvolume (inode 2) shows dir's owner, as the
  * kernel's new_simple_dir makes it at lookup (its times stay 0 here; Linux

@@ -139,16 +139,15 @@ int cw_inherit(ref_fs *fs, const struct ref_ino *dir, const struct btrfs_inode_i
 	return r ? r : inode_write(fs, ino, ii);
 }
 
-int cw_getflags(const struct btrfs_inode_item *ii, uint32_t *fsflags)
+uint32_t ref_inode_fsflags(uint64_t f)
 {
-	uint64_t f = LE64(ii->flags);
-	*fsflags = 0;
+	uint32_t out = 0;
 	if (f & BTRFS_INODE_NODATACOW)
-		*fsflags |= FS_NOCOW_FL;
+		out |= FS_NOCOW_FL;
 	if (f & BTRFS_INODE_NOCOMPRESS)
-		*fsflags |= FS_NOCOMP_FL;
+		out |= FS_NOCOMP_FL;
 	else if (f & BTRFS_INODE_COMPRESS)
-		*fsflags |= FS_COMPR_FL;
+		out |= FS_COMPR_FL;
 	static const struct {
 		uint64_t inode;
 		uint32_t fs;
@@ -157,7 +156,13 @@ int cw_getflags(const struct btrfs_inode_item *ii, uint32_t *fsflags)
 		     { BTRFS_INODE_NOATIME, FS_NOATIME_FL },   { BTRFS_INODE_DIRSYNC, FS_DIRSYNC_FL } };
 	for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++)
 		if (f & same[i].inode)
-			*fsflags |= same[i].fs;
+			out |= same[i].fs;
+	return out;
+}
+
+int cw_getflags(const struct btrfs_inode_item *ii, uint32_t *fsflags)
+{
+	*fsflags = ref_inode_fsflags(LE64(ii->flags));
 	return 0;
 }
 
