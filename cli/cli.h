@@ -26,6 +26,8 @@ extern const struct cli_cmd cli_cmd_dump_tree;
 extern const struct cli_cmd cli_cmd_ls;
 extern const struct cli_cmd cli_cmd_cat;
 extern const struct cli_cmd cli_cmd_stat;
+extern const struct cli_cmd cli_cmd_du;
+extern const struct cli_cmd cli_cmd_filefrag;
 extern const struct cli_cmd cli_cmd_extract;
 extern const struct cli_cmd cli_cmd_manifest;
 extern const struct cli_cmd cli_cmd_check;

@@ -186,6 +186,7 @@ static int cmd_campaign(int argc, char **argv)
 	}
 	c.o = ce.o;
 	c.quota = ce.quota;
+	c.mount = ce.mount;
 	c.ro.faults = ce.faults_text;
 	c.progress = cli_progress_stream(quiet);
 	char *args = cli_args_text(argc, argv);

@@ -81,6 +81,7 @@ static int cmd_explore(int argc, char **argv)
 		cli_explore_free(&ce);
 		return cli_fail(&cli_cmd_explore, "%s", err);
 	}
+	cli_explore_mount(&ce, &w);
 	if (cli_explore_quota(&ce, &w)) {
 		wl_free(&w);
 		cli_explore_free(&ce);

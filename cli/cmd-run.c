@@ -4,6 +4,7 @@
  * calls; every result checked against the errno the workload expects.
  */
 #include "cli/image.h"
+#include "ref/compress.h"
 #include "ref/vfs.h"
 #include "traces/run.h"
 
@@ -33,6 +34,10 @@ static const char usage_text[] =
 	"  -v, --verbose       print each operation and its result\n"
 	"      --notreelog     fsync and fdatasync commit the transaction, as the\n"
 	"                      kernel's -o notreelog (default: they write the log tree)\n"
+	"      --compress[=ALG[:LEVEL]], --compress-force[=ALG[:LEVEL]]\n"
+	"                      mount the images with the kernel's compress= or\n"
+	"                      compress-force= (in place of the workload's\n"
+	"                      mount-options header)\n"
 	"      --power-off     end with a power loss instead of committing: what the\n"
 	"                      disks had not flushed is gone, so the images hold the\n"
 	"                      last commit and the fsync log, as after a crash\n"
@@ -115,7 +120,11 @@ static int run_host(const char *dir, const struct wl_workload *w, const struct w
 static int run_images(char **imgs, int n, uint64_t seed, const struct wl_workload *w,
 		      struct wl_run_opts *ro, bool treelog, bool power_off)
 {
-	struct ref_target t = { .mo = { .open = { .super_mirror = -1 }, .notreelog = !treelog } };
+	struct ref_target t = { .mo = { .open = { .super_mirror = -1 },
+					.notreelog = !treelog,
+					.compress = w->mount.compress,
+					.compress_level = w->mount.compress_level,
+					.compress_force = w->mount.compress_force } };
 	int rc = cli_open_volume_seeded(&cli_cmd_run, imgs, n, true, seed, &t.vol);
 	if (rc)
 		return rc;
@@ -163,8 +172,13 @@ static int cmd_run(int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },      { "seed", required_argument, NULL, 's' },
 		{ "treelog", no_argument, NULL, 'T' },      { "power-off", no_argument, NULL, 'P' },
 		{ "notreelog", no_argument, NULL, 'N' },
+		{ "compress", optional_argument, NULL, 'C' },
+		{ "compress-force", optional_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 },
 	};
+	struct wl_mount mount = { 0 };
+	bool mount_set = false;
+	char why[160];
 	struct wl_run_opts ro = { 0 };
 	bool treelog = true, power_off = false;
 	const char *host = NULL, *annotate = NULL;
@@ -182,6 +196,14 @@ static int cmd_run(int argc, char **argv)
 		case 'T': treelog = true; break;
 		case 'N': treelog = false; break;
 		case 'P': power_off = true; break;
+		case 'C':
+		case 'F':
+			if (ref_compress_parse(optarg, &mount.compress, &mount.compress_level, why,
+					       sizeof(why)))
+				return cli_usage_error(&cli_cmd_run, "%s", why);
+			mount.compress_force = c == 'F' && mount.compress;
+			mount_set = true;
+			break;
 		case 's':
 			if (cli_parse_u64(optarg, &seed, 0))
 				return cli_usage_error(&cli_cmd_run, "--seed takes a number, not '%s'", optarg);
@@ -203,6 +225,13 @@ static int cmd_run(int argc, char **argv)
 	char err[1024];
 	if (wl_parse_file(argv[optind], &w, err, sizeof(err)))
 		return cli_fail(&cli_cmd_run, "%s", err);
+	if (mount_set)
+		w.mount = mount;
+	char mopts[64];
+	wl_mount_format(&w.mount, mopts, sizeof(mopts));
+	if (host && *mopts)
+		fprintf(stderr, "btrsim run: note: %s is for the images; on --host, %s is used as it "
+				"is mounted\n", mopts, host);
 	FILE *af = NULL;
 	if (annotate && !(af = fopen(annotate, "w"))) {
 		wl_free(&w);

@@ -1,6 +1,7 @@
 /* explore_opts.c - the options of explore and campaign (explore_opts.h). */
 #include "cli/explore_opts.h"
 #include "faults/plan.h"
+#include "ref/compress.h"
 #include "ref/ref.h"
 
 #include <linux/btrfs_tree.h>
@@ -54,6 +55,16 @@ int cli_explore_opt(struct cli_explore *ce, const struct cli_cmd *cmd, int c, co
 	case EXPLORE_OPT_LOSE_DISK: ce->o.lose_disk = true; return 0;
 	case EXPLORE_OPT_TREELOG: ce->o.treelog = true; return 0;
 	case EXPLORE_OPT_NOTREELOG: ce->o.treelog = false; return 0;
+	case EXPLORE_OPT_COMPRESS:
+	case EXPLORE_OPT_COMPRESS_FORCE: {
+		char why[160];
+		if (ref_compress_parse(arg, &ce->mount.compress, &ce->mount.compress_level, why,
+				       sizeof(why)))
+			return cli_usage_error(cmd, "%s", why);
+		ce->mount.compress_force = c == EXPLORE_OPT_COMPRESS_FORCE && ce->mount.compress;
+		ce->mount_set = true;
+		return 0;
+	}
 	default: return -1;
 	}
 }
@@ -71,10 +82,17 @@ int cli_explore_quota(const struct cli_explore *ce, struct wl_workload *w)
 		return r;
 	}
 	q.name = w->name;
+	q.mount = w->mount;
 	w->name = NULL;
 	wl_free(w);
 	*w = q;
 	return 0;
+}
+
+void cli_explore_mount(const struct cli_explore *ce, struct wl_workload *w)
+{
+	if (ce->mount_set)
+		w->mount = ce->mount;
 }
 
 int cli_explore_load(struct cli_explore *ce, char *err, size_t errlen)

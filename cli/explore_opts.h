@@ -32,6 +32,10 @@
 	"                      counted), never wrong; not with --db\n" \
 	"  --faults PLAN       arm the fault plan PLAN while the workload runs\n" \
 	"                      (faults/README.md); its sim lines damage the disks\n" \
+	"  --compress[=ALG[:LEVEL]], --compress-force[=ALG[:LEVEL]]\n" \
+	"                      mount with the kernel's compress= / compress-force=\n" \
+	"                      (zlib, lzo, zstd; in place of a workload's\n" \
+	"                      mount-options header; stored with the workload)\n" \
 	"  --quota             quota groups on: each workload starts with quota-enable\n" \
 	"                      (campaign --seq: as the setup's first op), so that every\n" \
 	"                      crash state's group numbers are checked against a recount\n"
@@ -42,6 +46,8 @@
 #define EXPLORE_OPT_LOSE_DISK 0x101
 #define EXPLORE_OPT_TREELOG 0x102
 #define EXPLORE_OPT_NOTREELOG 0x103
+#define EXPLORE_OPT_COMPRESS 0x104
+#define EXPLORE_OPT_COMPRESS_FORCE 0x105
 
 #define EXPLORE_LONG_OPTS \
 	{ "max-subset", required_argument, NULL, 'k' }, { "samples", required_argument, NULL, 'n' }, \
@@ -51,7 +57,9 @@
 	{ "profile", required_argument, NULL, EXPLORE_OPT_PROFILE }, \
 	{ "lose-disk", no_argument, NULL, EXPLORE_OPT_LOSE_DISK }, \
 	{ "treelog", no_argument, NULL, EXPLORE_OPT_TREELOG }, \
-	{ "notreelog", no_argument, NULL, EXPLORE_OPT_NOTREELOG }
+	{ "notreelog", no_argument, NULL, EXPLORE_OPT_NOTREELOG }, \
+	{ "compress", optional_argument, NULL, EXPLORE_OPT_COMPRESS }, \
+	{ "compress-force", optional_argument, NULL, EXPLORE_OPT_COMPRESS_FORCE }
 
 struct cli_explore {
 	struct explore_opts o;
@@ -60,6 +68,8 @@ struct cli_explore {
 	char *faults_text;        /* its canonical text, stored with each run */
 	bool quota;               /* --quota: workloads start with quota-enable */
 	int64_t profile;          /* --profile (a BTRFS_BLOCK_GROUP_* bit), -1 unset */
+	struct wl_mount mount;    /* --compress / --compress-force */
+	bool mount_set;
 };
 
 void cli_explore_init(struct cli_explore *ce);
@@ -71,6 +81,8 @@ int cli_explore_opt(struct cli_explore *ce, const struct cli_cmd *cmd, int c, co
  * that starts with it already is left as it is).  0 or -ENOMEM (w
  * unchanged). */
 int cli_explore_quota(const struct cli_explore *ce, struct wl_workload *w);
+/* With --compress / --compress-force: w's header takes those options. */
+void cli_explore_mount(const struct cli_explore *ce, struct wl_workload *w);
 /* After the options: applies --profile, loads the fault plan.  0 or -1 with
  * a message. */
 int cli_explore_load(struct cli_explore *ce, char *err, size_t errlen);

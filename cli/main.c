@@ -39,6 +39,8 @@ static const struct cli_cmd *const commands[] = {
 	&cli_cmd_ls,
 	&cli_cmd_cat,
 	&cli_cmd_stat,
+	&cli_cmd_du,
+	&cli_cmd_filefrag,
 	&cli_cmd_extract,
 	&cli_cmd_manifest,
 	&cli_cmd_check,

@@ -162,6 +162,7 @@ static int run_ace(struct camp *k, const struct ace *a, char *err, size_t errlen
 	for (uint64_t i = c->shard; i < n && (!c->limit || k->workloads < c->limit); i += c->shards) {
 		struct wl_workload w;
 		int r = ace_workload(a, i, &w, err, errlen);
+		w.mount = c->mount;
 		if (!r)
 			r = one(k, &w, &o, err, errlen);
 		wl_free(&w);
@@ -184,6 +185,7 @@ static int run_random(struct camp *k, char *err, size_t errlen)
 		g.max_len = 64 << 10;
 		g.subvols = c->subvol;
 		g.quota = c->quota;
+		g.text = c->mount.compress != 0;
 		struct wl_workload w = { 0 };
 		int r = wl_generate(&g, &w);
 		char name[64];
@@ -196,6 +198,7 @@ static int run_random(struct camp *k, char *err, size_t errlen)
 			snprintf(err, errlen, "generating a workload: %s", strerror(-r));
 			return r;
 		}
+		w.mount = c->mount;
 		r = one(k, &w, &c->o, err, errlen);
 		wl_free(&w);
 		if (r)

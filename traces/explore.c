@@ -81,7 +81,11 @@ static bool has_subvol_ops(const struct wl_workload *w)
 
 static int record(struct ex *x, sim_volume *vol, char *err, size_t errlen)
 {
-	struct ref_mount_opts mo = { .open = { .super_mirror = -1 }, .notreelog = !x->o->treelog };
+	struct ref_mount_opts mo = { .open = { .super_mirror = -1 },
+				     .notreelog = !x->o->treelog,
+				     .compress = x->w->mount.compress,
+				     .compress_level = x->w->mount.compress_level,
+				     .compress_force = x->w->mount.compress_force };
 	ref_fs *fs;
 	if (ref_mount(vol, &mo, &fs, err, errlen))
 		return -EIO;

@@ -23,6 +23,7 @@ static int subset(const struct wl_workload *w, const bool *keep, struct wl_workl
 		wl_free(out);
 		return -ENOMEM;
 	}
+	out->mount = w->mount;
 	return 0;
 }
 

@@ -4,6 +4,7 @@
  * reinterpret are double-quoted with escapes, sizes get the largest exact
  * K/M/G/T suffix, optional arguments at their default are left out.
  */
+#include "ref/compress.h"
 #include "wl_internal.h"
 
 #include <errno.h>
@@ -160,7 +161,12 @@ static void put_arg(struct wl_out *o, const struct wl_op *op, enum wl_arg a)
 	case WA_OFF: put_size(o, op->off); break;
 	case WA_LEN: put_size(o, op->len); break;
 	case WA_SIZE: put_size(o, op->size); break;
-	case WA_SEED: wl_putf(o, "%" PRIu64, op->seed); break;
+	case WA_SEED:
+		if (op->seed & WL_SEED_TEXT)
+			wl_putf(o, "t%" PRIu64, op->seed & ~WL_SEED_TEXT);
+		else
+			wl_putf(o, "%" PRIu64, op->seed);
+		break;
 	case WA_FALLOC:
 		wl_putf(o, "%s",
 			op->flags & WL_FALLOC_PUNCH_HOLE	? "punch-hole"
@@ -216,11 +222,23 @@ int wl_format(const struct wl_op *op, char *buf, size_t len)
 	return o.pos > INT32_MAX ? -EOVERFLOW : (int)o.pos;
 }
 
+void wl_mount_format(const struct wl_mount *m, char *buf, size_t len)
+{
+	if (!m->compress)
+		snprintf(buf, len, "%s", "");
+	else
+		ref_compress_format(m->compress, m->compress_level, m->compress_force, buf, len);
+}
+
 int wl_print(FILE *f, const struct wl_workload *w)
 {
 	char *buf = NULL;
 	size_t cap = 0;
 	int ret = 0;
+	char opts[64];
+	wl_mount_format(&w->mount, opts, sizeof(opts));
+	if (*opts && fprintf(f, "mount-options %s\n", opts) < 0)
+		return -EIO;
 	for (size_t i = 0; i < w->n && !ret; i++) {
 		int n = wl_format(&w->ops[i], buf, cap);
 		if (n >= 0 && (size_t)n >= cap) {

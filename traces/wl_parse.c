@@ -4,6 +4,7 @@
  * values and the `= ERRNO` expectation are decoded here.  Errors name the
  * file, line and column of the offending token.
  */
+#include "ref/compress.h"
 #include "wl_internal.h"
 
 #include <errno.h>
@@ -237,7 +238,19 @@ static int parse_arg(struct parser *p, struct wl_op *op, const struct wl_slot *s
 	case WA_OFF: return number(p, t, l, parse_u64(t, true, &op->off));
 	case WA_LEN: return number(p, t, l, parse_u64(t, true, &op->len));
 	case WA_SIZE: return number(p, t, l, parse_u64(t, true, &op->size));
-	case WA_SEED: return number(p, t, l, parse_u64(t, false, &op->seed));
+	case WA_SEED:
+		/* tN: text data (WL_SEED_TEXT), compressible, for compression */
+		if (!t->quoted && t->n > 1 && t->s[0] == 't') {
+			struct wl_tok n = *t;
+			n.s = t->s + 1;
+			n.n = t->n - 1;
+			const char *why = parse_u64(&n, false, &op->seed);
+			if (!why && op->seed >= WL_SEED_TEXT)
+				why = "is too large for text data (tN: N below 2^63)";
+			op->seed |= WL_SEED_TEXT;
+			return number(p, t, l, why);
+		}
+		return number(p, t, l, parse_u64(t, false, &op->seed));
 	case WA_UID: return number(p, t, l, parse_id(t, &op->uid));
 	case WA_GID: return number(p, t, l, parse_id(t, &op->gid));
 	case WA_ATIME: return number(p, t, l, parse_time(t, &op->atime));
@@ -310,6 +323,44 @@ static int parse_args(struct parser *p, struct wl_op *op, size_t nargs)
 	return 0;
 }
 
+/* The header line `mount-options OPT[,OPT]... [OPT...]`: compress[=ALG[:LEVEL]]
+ * and compress-force[=ALG[:LEVEL]], before the first op. */
+static int parse_mount_options(struct parser *p)
+{
+	struct wl_tok *t = p->toks.v;
+	if (p->w->n)
+		return wl_error(&p->src, t[0].col,
+				"mount-options: the header goes before the first operation");
+	if (p->toks.n < 2)
+		return wl_error(&p->src, t[0].endcol, "mount-options: missing OPTIONS");
+	for (size_t i = 1; i < p->toks.n; i++) {
+		char *opts = strdup(t[i].s);
+		if (!opts)
+			return wl_nomem(&p->src);
+		int ret = 0;
+		for (char *save = NULL, *o = strtok_r(opts, ",", &save); o && !ret;
+		     o = strtok_r(NULL, ",", &save)) {
+			bool force = !strncmp(o, "compress-force", 14) && (!o[14] || o[14] == '=');
+			bool plain = !strncmp(o, "compress", 8) && (!o[8] || o[8] == '=');
+			char why[160];
+			struct wl_mount *m = &p->w->mount;
+			if (!force && !plain)
+				ret = wl_error(&p->src, t[i].col,
+					       "mount-options: unknown option '%s' (compress=, "
+					       "compress-force=)", o);
+			else if (ref_compress_parse(o + (force ? 14 : 8) + (o[force ? 14 : 8] == '='),
+						    &m->compress, &m->compress_level, why, sizeof(why)))
+				ret = wl_error(&p->src, t[i].col, "mount-options: %s", why);
+			else
+				m->compress_force = force && m->compress;
+		}
+		free(opts);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 static int parse_line(struct parser *p, const char *line, size_t len)
 {
 	int ret = wl_lex(&p->src, line, len, &p->toks);
@@ -318,6 +369,8 @@ static int parse_line(struct parser *p, const char *line, size_t len)
 	struct wl_tok *t = p->toks.v;
 	if (t[0].quoted)
 		return wl_error(&p->src, t[0].col, "operation names are not quoted");
+	if (!strcmp(t[0].s, "mount-options"))
+		return parse_mount_options(p);
 	int k = wl_kind_parse(t[0].s);
 	if (k < 0) {
 		char show[WL_SHOW_SIZE];

@@ -13,6 +13,7 @@
 #ifndef BTRSIM_TRACES_WORKLOAD_H
 #define BTRSIM_TRACES_WORKLOAD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -99,13 +100,27 @@ struct wl_op {
 	struct timespec atime, mtime; /* utimes; tv_nsec WL_UTIME_OMIT: unchanged */
 };
 
+/* The header: how the workload's file system is mounted (a `mount-options`
+ * line before the first op; traces/README.md, "Workload language").  Zero:
+ * the defaults. */
+struct wl_mount {
+	uint8_t compress;	/* compress= / compress-force=: REF_COMPRESS_* (0: none) */
+	int8_t compress_level;	/* 0: the algorithm's default */
+	bool compress_force;	/* compress-force= */
+};
+
 /* A workload: its ops in order.  Start from `struct wl_workload w = {0};`. */
 struct wl_workload {
 	char *name;	 /* the file name given to the parser (malloc'd), or NULL */
 	struct wl_op *ops;
 	size_t n;
 	size_t cap;
+	struct wl_mount mount;
 };
+
+/* "compress=zstd:3" (or compress-force=...), the header's options as a mount
+ * -o string, or "" when there are none. */
+void wl_mount_format(const struct wl_mount *m, char *buf, size_t len);
 
 /*
  * Parse a workload file ("-" reads standard input).  Returns 0, or a negative
@@ -168,5 +183,9 @@ int wl_errno_parse(const char *name);
  * machine and build.  Several GB/s.
  */
 void wl_content(uint64_t seed, uint64_t off, void *buf, size_t len);
+/* A seed with this bit (written tN in the language) gives text data: bytes
+ * that depend only on the seed and the offset as any, but compressible (a
+ * few letters in runs of 8), so that compress= has something to compress. */
+#define WL_SEED_TEXT (UINT64_C(1) << 63)
 
 #endif

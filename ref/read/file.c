@@ -115,13 +115,21 @@ static int extent_read(ref_fs *fs, const struct ref_ino *ino, const struct exten
 			r = ref_fail(fs, EIO, "extent at logical %llu (%s): %s",
 				     (unsigned long long)e->disk_bytenr,
 				     ref_compress_name(e->compression), err);
-		else if ((uint64_t)got < e->offset + in_ext + n)
-			r = ref_fail(fs, EIO, "extent at logical %llu (%s) decodes to %zd bytes, short of %llu",
+		else if (e->offset + in_ext + n > e->ram_bytes)
+			r = ref_fail(fs, EIO, "extent at logical %llu (%s): a read of %llu past its %llu bytes",
 				     (unsigned long long)e->disk_bytenr,
-				     ref_compress_name(e->compression), got,
-				     (unsigned long long)(e->offset + in_ext + n));
-		else
+				     ref_compress_name(e->compression),
+				     (unsigned long long)(e->offset + in_ext + n),
+				     (unsigned long long)e->ram_bytes);
+		else {
+			/* A well-formed stream may hold less than ram_bytes: the
+			 * kernel compresses only the bytes below the file's size
+			 * then (compress_file_range), and its reads zero the rest
+			 * (btrfs_decompress_bio's zero_fill_bio), which a later
+			 * truncate or write past that size brings into the file. */
+			memset(ram + got, 0, e->ram_bytes - (uint64_t)got);
 			memcpy(out, ram + e->offset + in_ext, n);
+		}
 	}
 	free(disk);
 	free(ram);

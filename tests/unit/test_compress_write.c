@@ -496,3 +496,26 @@ Test(compress_write, crash_anywhere)
 	sim_volume_close(base);
 	sim_volume_close(vol);
 }
+
+/* A piece at the end of a file compresses only the bytes below the size;
+ * a later truncate up brings the rest of its sectors into the file, which
+ * read as zeros (the kernel's zero_fill_bio), not as an error. */
+Test(compress_write, short_piece_then_truncate_up)
+{
+	sim_volume *vol;
+	ref_fs *fs = wu_fresh(&vol, 256, 0);
+	fs = remount(fs, vol, REF_COMPRESS_ZSTD, 0, false);
+	uint8_t *t = text(K128 + 5000, 13), *want = calloc(1, K128 + 8192);
+	WU_OK(fs, ref_create(fs, "/f", 0644));
+	WU_OK(fs, ref_write(fs, "/f", t, K128 + 5000, 0));
+	struct fx x[4];
+	cr_assert_eq(extents(fs, "/f", x, 4), 2);
+	cr_assert(x[1].compression == REF_COMPRESS_ZSTD && x[1].ram == 8192);
+	WU_OK(fs, ref_truncate(fs, "/f", K128 + 8192));
+	memcpy(want, t, K128 + 5000);
+	expect_content(fs, "/f", want, K128 + 8192);
+	WU_OK(fs, ref_umount(fs));
+	wu_expect_clean(vol);
+	free(t), free(want);
+	sim_volume_close(vol);
+}
