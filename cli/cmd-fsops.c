@@ -749,25 +749,6 @@ const struct cli_cmd cli_cmd_write;
 
 #define WRITE_CHUNK (1u << 20)
 
-/* How many devices the file system on `img` has (its superblock's count),
- * or 0 when no copy of the superblock is valid.  -1 after failing to open. */
-static int volume_devices(const struct cli_cmd *cmd, char *img, int *rc)
-{
-	sim_volume *vol;
-	if ((*rc = cli_open_volume(cmd, &img, 1, false, &vol)))
-		return -1;
-	struct btrfs_super_disk sb;
-	bool valid = false;
-	int n = 0;
-	for (int mirror = 0; mirror < 3 && !valid; mirror++)
-		if (ref_read_super(vol, 0, mirror, &sb, &valid) == 0 && valid) {
-			uint64_t d = le64toh(sb.num_devices);
-			n = d >= 1 && d <= SIM_MAX_DISKS ? (int)d : 0;
-		}
-	sim_volume_close(vol);
-	return n;
-}
-
 /* Reads up to len bytes (fewer only at the end of the input). */
 static ssize_t read_full(int fd, uint8_t *buf, size_t len)
 {
@@ -818,7 +799,7 @@ static int cmd_write(int argc, char **argv)
 	int n = argc - optind;
 	if (n < 2)
 		return cli_usage_error(&cli_cmd_write, "needs at least one image and PATH");
-	int ndev = n == 2 ? 1 : volume_devices(&cli_cmd_write, argv[optind], &rc);
+	int ndev = n == 2 ? 1 : cli_volume_devices(&cli_cmd_write, argv[optind], &rc);
 	if (ndev < 0)
 		return rc;
 	int nimg;

@@ -119,3 +119,22 @@ int cli_resolve(const struct cli_cmd *cmd, ref_fs *fs, const char *path, struct 
 		return cli_fail(cmd, "%s: %s", path, ref_error(fs));
 	return 0;
 }
+
+/* How many devices the file system on `img` has (its superblock's count),
+ * or 0 when no copy of the superblock is valid.  -1 after failing to open. */
+int cli_volume_devices(const struct cli_cmd *cmd, char *img, int *rc)
+{
+	sim_volume *vol;
+	if ((*rc = cli_open_volume(cmd, &img, 1, false, &vol)))
+		return -1;
+	struct btrfs_super_disk sb;
+	bool valid = false;
+	int n = 0;
+	for (int mirror = 0; mirror < 3 && !valid; mirror++)
+		if (ref_read_super(vol, 0, mirror, &sb, &valid) == 0 && valid) {
+			uint64_t d = le64toh(sb.num_devices);
+			n = d >= 1 && d <= SIM_MAX_DISKS ? (int)d : 0;
+		}
+	sim_volume_close(vol);
+	return n;
+}

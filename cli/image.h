@@ -18,6 +18,11 @@ int cli_open_fs(const struct cli_cmd *cmd, char **paths, int n, const struct ref
 /* A failure to open the file system on paths[0..n): msg with the image named
  * (one image) or each disk index's image listed; returns 1. */
 int cli_fail_images(const struct cli_cmd *cmd, char **paths, int n, const char *msg);
+/* How many devices the file system on `img` has (its superblock's count),
+ * or 0 when no copy of the superblock is valid; -1 after failing to open
+ * (*rc the exit status).  Commands with several operands after the images
+ * count them with it. */
+int cli_volume_devices(const struct cli_cmd *cmd, char *img, int *rc);
 
 /* Parses the options of commands that take only --degraded, --usebackuproot
  * (ref_open_opts.usebackuproot, the kernel's -o usebackuproot) and --help: 0 to go

@@ -204,9 +204,11 @@ struct rw_state {
 	uint8_t compress;
 	int8_t compress_level;
 	bool compress_force;
-	/* A defragmentation with -c or --nocomp under way (defrag_compress of
-	 * the kernel's inode): the algorithm and level its writes use, or no
-	 * compression at all (REF_DEFRAG_NOCOMP); 0: none running. */
+	/* A defragmentation under way (its rewrites are not kept from
+	 * compression by the inode's PREALLOC flag, as should_nocow), with -c
+	 * or --nocomp (defrag_compress of the kernel's inode): the algorithm and
+	 * level its writes use, or none at all (REF_DEFRAG_NOCOMP); 0: neither. */
+	bool defragging;
 	uint8_t defrag_compress;
 	int8_t defrag_level;
 	struct log_state *log;     /* this transaction's fsync log (log_write.h); NULL: none */

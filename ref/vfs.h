@@ -89,6 +89,10 @@ int ref_mount(sim_volume *vol, const struct ref_mount_opts *opts, ref_fs **out, 
 int ref_umount(ref_fs *fs);
 int ref_sync(ref_fs *fs);
 
+/* True once a failure half-way through an operation or a commit turned the
+ * mount read-only (every later change fails; ref_umount returns -EIO). */
+bool ref_failed(const ref_fs *fs);
+
 /* How many transactions were committed since mount. */
 uint64_t ref_commits(const ref_fs *fs);
 
@@ -140,6 +144,34 @@ int ref_removexattr(ref_fs *fs, const char *path, const char *name);
  * and removed with ref_setxattr / ref_removexattr as `btrfs property set`
  * does (ref/compress/compress_prop.c). */
 int ref_getflags(ref_fs *fs, const char *path, uint32_t *fsflags);
+
+/* Defragmentation, as `btrfs filesystem defragment` asks Linux 6.18 for it
+ * (ref/defrag/): on a regular file, BTRFS_IOC_DEFRAG_RANGE over [start,
+ * start + len) (len 0 or UINT64_MAX: to the end): the ranges of extents
+ * smaller than extent_thresh (0: 256 KiB, the kernel's default for 0;
+ * btrfs-progs passes 32 MiB) that a neighbour makes worth merging are
+ * rewritten into new extents with the bytes they hold, the kernel's rules
+ * for what is skipped (holes, preallocated extents, extents already at
+ * their largest) included; snapshot-shared extents are rewritten too, so
+ * the file stops sharing them, as the kernel's does.  REF_DEFRAG_COMPRESS
+ * rewrites every extent of the range compressed with `compress` (0: zlib)
+ * at `level` (0: the default); REF_DEFRAG_NOCOMPRESS rewrites every extent
+ * uncompressed.  On a directory, BTRFS_IOC_DEFRAG: the leaves of its
+ * subvolume's tree that lie apart from their neighbours are copied anew
+ * (file data untouched).  *sectors (may be NULL): the sectors rewritten.
+ * Errors as the kernel's: EINVAL for start past the end, both flags, a bad
+ * type or level, a path neither file nor directory; EROFS in a read-only
+ * snapshot; ENOSPC and EDQUOT with the ranges before the failing one done. */
+#define REF_DEFRAG_COMPRESS 1u
+#define REF_DEFRAG_NOCOMPRESS 8u
+struct ref_defrag {
+	uint64_t start, len;
+	uint32_t extent_thresh;
+	unsigned flags;
+	uint8_t compress;
+	int8_t level;
+};
+int ref_defrag(ref_fs *fs, const char *path, const struct ref_defrag *d, uint64_t *sectors);
 int ref_setflags(ref_fs *fs, const char *path, uint32_t fsflags);
 /* The value's length; -ERANGE when len is too small (len 0: just the size). */
 ssize_t ref_getxattr(ref_fs *fs, const char *path, const char *name, void *value, size_t len);

@@ -68,7 +68,7 @@ int cw_plan_for(ref_fs *fs, const struct ref_ino *ino, const struct btrfs_inode_
 		}
 		return 0;
 	}
-	if (flags & BTRFS_INODE_PREALLOC)
+	if (flags & BTRFS_INODE_PREALLOC && !rw->defragging)
 		return 0;
 	p->force = rw->compress_force;
 	if (rw->compress || flags & BTRFS_INODE_COMPRESS || prop)

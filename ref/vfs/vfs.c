@@ -56,6 +56,11 @@ int ref_mount(sim_volume *vol, const struct ref_mount_opts *o, ref_fs **out, cha
 	return 0;
 }
 
+bool ref_failed(const ref_fs *fs)
+{
+	return fs->rw && fs->rw->failed;
+}
+
 int ref_sync(ref_fs *fs)
 {
 	return rw_commit(fs);

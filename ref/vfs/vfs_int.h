@@ -156,6 +156,13 @@ int file_drop_extents(ref_fs *fs, const struct ref_ino *ino, uint64_t start, uin
  * counts them; written at commit with the inode): len bytes of sector-aligned
  * data in plain extents; or one compressed extent of disk_len bytes (the
  * encoding padded with zeros to a sector) holding ram bytes of data. */
+/* Writes [at, at + len) (sector-aligned, within the file's size rounded up)
+ * anew with the bytes it holds, as the kernel's writeback of pages a
+ * defragmentation dirtied: new extents (compressed as the inode, the mount
+ * and a running defragmentation say), a file of one sector made whole again
+ * (inline when it fits).  Times stay; the caller writes ii. */
+int file_rewrite(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_item *ii, uint64_t at,
+		 uint64_t len);
 int file_put_plain(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_item *ii, uint64_t at,
 		   const uint8_t *data, uint64_t len);
 int file_put_compressed(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_item *ii,

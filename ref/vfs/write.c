@@ -490,6 +490,34 @@ int file_write(ref_fs *fs, const struct ref_ino *ino, const void *buf, size_t le
 	return finish_write(fs, ino, &ii, r, newsize);
 }
 
+int file_rewrite(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_item *ii, uint64_t at,
+		 uint64_t len)
+{
+	uint64_t size = LE64(ii->size), ss = fs->sectorsize;
+	struct cw_plan plan;
+	int r = cw_plan_for(fs, ino, ii, &plan);
+	if (r)
+		return r;
+	int beyond = at == 0 && size <= ss ? extent_after(fs, ino, ss) : 1;
+	if (beyond < 0)
+		return beyond;
+	uint64_t buflen = beyond ? len : ss;
+	uint8_t *data = calloc(1, buflen);
+	if (!data)
+		return ref_fail(fs, ENOMEM, "out of memory for a %llu-byte rewrite",
+				(unsigned long long)buflen);
+	uint64_t have = at < size ? size - at : 0;
+	if (have) {
+		ssize_t n = ref_pread(fs, ino, data, have < buflen ? have : buflen, at);
+		r = n < 0 ? (int)n : 0;
+	}
+	if (!r)
+		r = beyond ? write_aligned(fs, ino, ii, at, data, len, &plan, size, size)
+			   : write_small(fs, ino, ii, &plan, data, size, size); /* the whole file */
+	free(data);
+	return r;
+}
+
 /* Zeroes [from, to) inside one sector that holds data (a hole stays a hole). */
 static int zero_partial(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_item *ii,
 			uint64_t from, uint64_t to)
