@@ -162,7 +162,8 @@ static int du_dir(struct du *d, const char *path, const struct ref_ino *dir, int
 		if (d->one_fs && e->ino.subvol != dir->subvol)
 			continue;
 		char *sub;
-		if (asprintf(&sub, "%s/%s", strcmp(path, "/") ? path : "", e->name) < 0) {
+		size_t pl = strlen(path);
+		if (asprintf(&sub, pl && path[pl - 1] == '/' ? "%s%s" : "%s/%s", path, e->name) < 0) {
 			rc = cli_fail(&cli_cmd_du, "out of memory");
 			break;
 		}
@@ -219,10 +220,12 @@ static int print_stats(const struct du *d)
 		refd += d->refd[t];
 	}
 	if (!uncomp) {
-		fprintf(stderr, "%s\n", d->nfiles ? "All empty or still-delalloced files." : "No files.");
+		fprintf(stderr, "%s\n",
+			d->nfiles ? "All empty or still-delalloced files." : "No files.");
 		return 1;
 	}
-	printf("Processed %llu file%s, %llu regular extents (%llu refs), %llu inline, %llu fragments.\n",
+	printf("Processed %llu file%s, %llu regular extents (%llu refs), %llu inline, "
+	       "%llu fragments.\n",
 	       (unsigned long long)d->nfiles, d->nfiles > 1 ? "s" : "",
 	       (unsigned long long)d->nextents, (unsigned long long)d->nrefs,
 	       (unsigned long long)d->ninline, (unsigned long long)d->nfrag);

@@ -130,7 +130,8 @@ static int extent_refs(struct ff *ff, uint64_t bytenr, int *count)
 				if (len > size - at)
 					goto bad;
 				if (type == BTRFS_EXTENT_DATA_REF_KEY) {
-					const struct btrfs_extent_data_ref *dr = (const void *)(d + at + 1);
+					const struct btrfs_extent_data_ref *dr =
+						(const void *)(d + at + 1);
 					if (LE64(dr->root) != BTRFS_DATA_RELOC_TREE_OBJECTID)
 						(*count)++;
 				} else if (type != BTRFS_EXTENT_OWNER_REF_KEY) {
@@ -188,7 +189,8 @@ static int extent_shared(struct ff *ff, const struct cli_fext *e)
 	if (e->generation > ff->last_snapshot)
 		return 0;
 	const struct ref_path *p = e->path;
-	uint64_t leaf = le64(&((const struct btrfs_header_disk *)ref_block_data(p->blk[0]))->bytenr);
+	const struct btrfs_header_disk *lh = (const void *)ref_block_data(p->blk[0]);
+	uint64_t leaf = le64(&lh->bytenr);
 	if (ff->shared_leaf == leaf)
 		return ff->shared_leaf_is;
 	bool shared = false;
@@ -357,7 +359,8 @@ static void print_extent(const struct ff *ff, const struct fm_ext *x, int n, uin
 	unsigned long long ext_len = x->length >> blk_shift;
 	unsigned long long ext_blks = (x->length - 1) >> blk_shift;
 	unsigned long long logical = x->logical >> blk_shift;
-	unsigned long long physical = x->flags & FIEMAP_EXTENT_UNKNOWN ? 0 : x->physical >> blk_shift;
+	unsigned long long physical =
+		x->flags & FIEMAP_EXTENT_UNKNOWN ? 0 : x->physical >> blk_shift;
 	char flags[256];
 	uint32_t f = x->flags;
 	if (expected && !(f & FIEMAP_EXTENT_UNKNOWN) && !(f & EXT4_FIEMAP_EXTENT_HOLE))
@@ -410,7 +413,8 @@ static int report(struct ff *ff, const char *path)
 		ff->logical_width = w;
 	if (ff->verbose)
 		printf("File size of %s is %llu (%llu block%s of %u bytes)\n", path,
-		       (unsigned long long)st.size, numblocks, numblocks == 1 ? "" : "s", 1u << blk_shift);
+		       (unsigned long long)st.size, numblocks, numblocks == 1 ? "" : "s",
+		       1u << blk_shift);
 	if (!S_ISREG(st.mode)) {
 		/* No FIEMAP but for regular files on Btrfs; FIBMAP then maps
 		 * nothing (ENOTTY) unless there are no blocks to map. */
@@ -473,7 +477,8 @@ static int cmd_filefrag(int argc, char **argv)
 		case 'N': oo.nologreplay = true; break;
 		case 'h': return cli_help(&cli_cmd_filefrag);
 		default:
-			return cli_usage_error(&cli_cmd_filefrag, "unknown option '%s'", argv[optind - 1]);
+			return cli_usage_error(&cli_cmd_filefrag, "unknown option '%s'",
+					       argv[optind - 1]);
 		}
 	}
 	if (argc - optind < 2)

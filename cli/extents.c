@@ -88,7 +88,8 @@ int cli_path_walk(ref_fs *fs, const char *path, bool follow, struct ref_ino *out
 		struct ref_ino child;
 		struct ref_stat chst;
 		if (len == 2 && rest[0] == '.' && rest[1] == '.') {
-			if ((r = ref_resolve(fs, &cur, "..", &child)) || (r = ref_stat(fs, &child, &chst))) {
+			if ((r = ref_resolve(fs, &cur, "..", &child)) ||
+			    (r = ref_stat(fs, &child, &chst))) {
 				r = ref_said(fs, r, detail);
 				break;
 			}
@@ -177,9 +178,10 @@ int cli_file_extents(ref_fs *fs, const struct ref_ino *ino, cli_fext_fn fn, void
 		if (k.objectid != ino->ino || k.type != BTRFS_EXTENT_DATA_KEY)
 			break;
 		const struct btrfs_file_extent_item *fi = (const void *)data;
-		if (size < FE_HEADER || (fi->type != BTRFS_FILE_EXTENT_INLINE && size != sizeof(*fi))) {
+		if (size < FE_HEADER ||
+		    (fi->type != BTRFS_FILE_EXTENT_INLINE && size != sizeof(*fi))) {
 			snprintf(err, errlen,
-				 "subvolume %llu inode %llu: file extent item at offset %llu is %u bytes",
+				 "subvolume %llu inode %llu: file extent item at %llu is %u bytes",
 				 (unsigned long long)ino->subvol, (unsigned long long)ino->ino,
 				 (unsigned long long)k.offset, size);
 			ret = -EUCLEAN;

@@ -30,7 +30,7 @@ yes hello | head -c 1048576 >"$src/text1m"
 head -c 1048576 /dev/urandom >"$src/rand1m"
 : >"$src/empty"
 
-"$BTRSIM" mkdir "$img" /z /plain /emptydir &&
+"$BTRSIM" mkdir "$img" /z && "$BTRSIM" mkdir "$img" /plain && "$BTRSIM" mkdir "$img" /emptydir &&
 	"$BTRSIM" put --compress=zstd "$img" "$src/yes.txt" /z/yes.txt &&
 	"$BTRSIM" put --compress=zstd "$img" "$src/rand.bin" /z/rand.bin &&
 	"$BTRSIM" put --compress=zstd "$img" "$src/text1m" /z/text1m &&
@@ -123,7 +123,7 @@ run du-several 0 "$BTRSIM" du "$img" /z/yes.txt /z/rand.bin /plain/small.txt
 out_is <<'EOF'
 Processed 3 files, 4 regular extents (4 refs), 1 inline, 3 fragments.
 Type       Perc     Disk Usage   Uncompressed Referenced  
-TOTAL       51%      308K         592K         592K       
+TOTAL       52%      308K         592K         592K       
 none       100%      296K         296K         296K       
 zstd         4%       12K         296K         296K       
 EOF
@@ -150,7 +150,7 @@ EOF
 done_check
 
 run du-prealloc-last 0 "$BTRSIM" du "$img" /pre /z/yes.txt
-out_has '^TOTAL       99%      1.0M         1.2M         1.2M       $'
+out_has '^TOTAL       78%      1.0M         1.2M         1.2M       $'
 out_has '^zstd         4%       12K         296K         296K       $'
 out_has '^prealloc   100%      1.0M         1.0M         1.0M       $'
 sed -n 4p "$OUT" | grep -q '^zstd' || fail "zstd is not the row before prealloc"; done_check
@@ -160,12 +160,12 @@ run du-holes 0 "$BTRSIM" du -b "$img" /hole
 out_has '^Processed 1 file, 2 regular extents \(2 refs\), 0 inline, [12] fragments\.$'
 out_has '^TOTAL      100%     131072       131072       131072      $'; done_check
 
-# The whole tree: 14 files (empty ones and the subvolume's included), the
-# symlink not followed.
+# The whole tree: 11 files (the empty one and the subvolume's included),
+# the symlink not followed; without the subvolume's with -x.
 run du-all 0 "$BTRSIM" du -b "$img" /
-out_has '^Processed 14 files, '; done_check
+out_has '^Processed 11 files, '; done_check
 run du-one-file-system 0 "$BTRSIM" du -x -b "$img" /
-out_has '^Processed 13 files, '; done_check
+out_has '^Processed 10 files, '; done_check
 run du-into-subvolume 0 "$BTRSIM" du -x -b "$img" /sv
 out_has '^Processed 1 file, 1 regular extents \(1 refs\), 0 inline, 1 fragments\.$'
 out_has '^none       100%     307200       307200       307200      $'; done_check
