@@ -34,6 +34,7 @@ struct ace {
 static const char *const op_names[] = {
 	"create", "mkdir", "write", "fallocate", "truncate", "link", "rename",
 	"unlink", "rmdir", "symlink", "setxattr", "removexattr", "chmod",
+	"defrag", /* only when --ops names it: not in ace_op_names(), the default */
 };
 #define NOPS (sizeof(op_names) / sizeof(op_names[0]))
 
@@ -132,7 +133,8 @@ static void add(struct gen *g, const char *op, const char *line, const char *p1,
 	char persist[8][LINE], dir[LINE], want[LINE + 8];
 	size_t np = 0;
 	const char *paths[2] = { p1, p2 };
-	bool data = !strcmp(op, "write") || !strcmp(op, "fallocate") || !strcmp(op, "truncate");
+	bool data = !strcmp(op, "write") || !strcmp(op, "fallocate") || !strcmp(op, "truncate") ||
+		    !strcmp(op, "defrag");
 	for (int i = 0; i < 2 && paths[i]; i++) {
 		snprintf(persist[np++], LINE, "fsync %s", paths[i]);
 		if (data)
@@ -192,6 +194,8 @@ static void enumerate(struct gen *g)
 		add(g, "removexattr", line, f, NULL);
 		snprintf(line, LINE, "chmod %s 0600", f);
 		add(g, "chmod", line, f, NULL);
+		snprintf(line, LINE, "defrag %s", f);
+		add(g, "defrag", line, f, NULL);
 		for (size_t j = 0; j < g->nfiles; j++) {
 			if (j == i)
 				continue;
@@ -358,9 +362,10 @@ static int parse_ops(struct gen *g, char *list, char *err, size_t errlen)
 		while (k < g->nnames && strcmp(g->names[k], names[i]))
 			k++;
 		if (k == g->nnames) {
-			snprintf(err, errlen, "--ops: unknown operation '%s' (known%s: %s)", names[i],
+			snprintf(err, errlen, "--ops: unknown operation '%s' (known%s: %s%s)", names[i],
 				 g->a->subvol ? " with --subvol" : "",
-				 g->a->subvol ? ace_subvol_op_names() : ace_op_names());
+				 g->a->subvol ? ace_subvol_op_names() : ace_op_names(),
+				 g->a->subvol ? "" : ",defrag");
 			return -EINVAL;
 		}
 		g->wanted[k] = true;

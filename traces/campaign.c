@@ -163,6 +163,10 @@ static int run_ace(struct camp *k, const struct ace *a, char *err, size_t errlen
 		struct wl_workload w;
 		int r = ace_workload(a, i, &w, err, errlen);
 		w.mount = c->mount;
+		/* with compression: text data, which it compresses */
+		for (size_t j = 0; !r && c->mount.compress && j < w.n; j++)
+			if (w.ops[j].kind == WL_WRITE)
+				w.ops[j].seed |= WL_SEED_TEXT;
 		if (!r)
 			r = one(k, &w, &o, err, errlen);
 		wl_free(&w);
@@ -186,6 +190,7 @@ static int run_random(struct camp *k, char *err, size_t errlen)
 		g.subvols = c->subvol;
 		g.quota = c->quota;
 		g.text = c->mount.compress != 0;
+		g.defrag = c->defrag;
 		struct wl_workload w = { 0 };
 		int r = wl_generate(&g, &w);
 		char name[64];

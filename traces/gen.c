@@ -1315,11 +1315,22 @@ static void gen_bad(struct gen *g)
 	emit(g, &op);
 }
 
+/* defrag of a file (now and then a directory: its subvolume's tree, or a
+ * symlink, followed), one time in three with -c and an algorithm. */
+static void gen_defrag(struct gen *g)
+{
+	struct wl_op op;
+	op_init(&op, WL_DEFRAG);
+	op.path = g->e[pick_any_i(g)].path;
+	op.flags = chance(g, 33) ? 1 + (int)below(g, 3) : 0;
+	emit(g, &op);
+}
+
 /* ---- the mix ----------------------------------------------------------- */
 
 enum gk { G_CREATE, G_MKDIR, G_WRITE, G_TRUNCATE, G_FALLOCATE, G_LINK, G_SYMLINK, G_RENAME,
 	  G_UNLINK, G_RMDIR, G_SETXATTR, G_REMOVEXATTR, G_CHMOD, G_CHOWN, G_UTIMES, G_SYNC,
-	  G_SUBVOL, G_SNAPSHOT, G_SVDELETE, G_SVSYNC, G_ROPROBE, G_N };
+	  G_SUBVOL, G_SNAPSHOT, G_SVDELETE, G_SVSYNC, G_ROPROBE, G_DEFRAG, G_N };
 
 /* Approximate weights (percent); G_SYNC: fsync, fdatasync and sync together. */
 static const unsigned weights[G_N] = {
@@ -1329,6 +1340,8 @@ static const unsigned weights[G_N] = {
 	[G_CHMOD] = 2,	 [G_CHOWN] = 1,	 [G_UTIMES] = 1,    [G_SYNC] = 2,
 	/* only with subvols */
 	[G_SUBVOL] = 2,	 [G_SNAPSHOT] = 2, [G_SVDELETE] = 1, [G_SVSYNC] = 1, [G_ROPROBE] = 1,
+	/* only with defrag */
+	[G_DEFRAG] = 3,
 };
 
 /* Entries the model holds at most: past it nothing new is made (creates,
@@ -1340,6 +1353,8 @@ static const unsigned weights[G_N] = {
 
 static unsigned weight(const struct gen *g, int k)
 {
+	if (k == G_DEFRAG)
+		return g->o->defrag ? weights[k] : 0;
 	if (k >= G_SUBVOL && !g->o->subvols)
 		return 0;
 	if (g->n >= MAX_ENTRIES && (k == G_CREATE || k == G_MKDIR || k == G_LINK ||
@@ -1382,6 +1397,7 @@ static void gen_one(struct gen *g)
 	case G_SVDELETE: gen_subvol_delete(g); break;
 	case G_SVSYNC: gen_subvol_sync(g); break;
 	case G_ROPROBE: gen_ro_probe(g); break;
+	case G_DEFRAG: gen_defrag(g); break;
 	default: gen_sync(g); break;
 	}
 }

@@ -1481,6 +1481,7 @@ int model_apply(struct model *m, const struct wl_op *op, int result, char *err, 
 	case WL_SUBVOL_SYNC:
 	case WL_QUOTA_ENABLE: /* quota groups show in nothing the model describes */
 	case WL_BALANCE:      /* nor where blocks are */
+	case WL_DEFRAG:       /* nor how extents are cut */
 		return 0;
 	default:
 		return disagree(err, errlen, op, "unknown operation %d", (int)op->kind);

@@ -91,6 +91,8 @@ struct wl_gen_opts {
 			      * without it (default false) */
 	bool text;           /* writes with an odd seed write text data (tN, WL_SEED_TEXT),
 			      * for compression; the same ops otherwise (default false) */
+	bool defrag;         /* include defrag (default false: the mix of the other ops
+			      * is then as it was) */
 };
 /* Fills opts with the defaults (seed and ops left as they are). */
 void wl_gen_defaults(struct wl_gen_opts *o);

@@ -617,6 +617,29 @@ static int do_balance(const struct wl_host *h, char *err, size_t errlen)
 	return r;
 }
 
+/* defrag: `btrfs filesystem defragment [-cALG] PATH`, BTRFS_IOC_DEFRAG_RANGE
+ * with btrfs-progs' arguments (the whole file, a 32 MiB target); on a
+ * directory the kernel defragments its subvolume's tree. */
+static int do_defrag(const struct wl_host *h, const struct wl_op *op, char *err, size_t errlen)
+{
+	int fd = open_path(h, op->path, O_RDONLY, 0, err, errlen);
+	if (fd < 0)
+		return fd;
+	struct btrfs_ioctl_defrag_range_args a;
+	memset(&a, 0, sizeof(a));
+	a.len = (uint64_t)-1;
+	a.extent_thresh = 32u << 20;
+	if (op->flags) {
+		a.flags = BTRFS_DEFRAG_RANGE_COMPRESS;
+		a.compress_type = (uint32_t)op->flags;
+	}
+	int r = ioctl(fd, BTRFS_IOC_DEFRAG_RANGE, &a) < 0
+			? fail(err, errlen, "BTRFS_IOC_DEFRAG_RANGE", -errno)
+			: 0;
+	close(fd);
+	return r;
+}
+
 int wl_exec_host(void *host, const struct wl_op *op, char *err, size_t errlen)
 {
 	const struct wl_host *h = host;
@@ -696,6 +719,8 @@ int wl_exec_host(void *host, const struct wl_op *op, char *err, size_t errlen)
 		return do_quota_enable(h, err, errlen);
 	case WL_BALANCE:
 		return do_balance(h, err, errlen);
+	case WL_DEFRAG:
+		return do_defrag(h, op, err, errlen);
 	case WL_MARK:
 		return 0;
 	case WL_CRASH:

@@ -86,6 +86,14 @@ int wl_exec_ref_partial(void *target, const struct wl_op *op, uint64_t *written,
 	case WL_SUBVOL_DELETE: r = ref_subvol_delete(fs, op->path); break;
 	case WL_SUBVOL_SYNC: r = ref_subvol_sync(fs); break;
 	case WL_QUOTA_ENABLE: r = ref_qgroup_enable(fs); break;
+	case WL_DEFRAG: {
+		/* as btrfs filesystem defragment [-cALG]: a 32 MiB target */
+		struct ref_defrag d = { .extent_thresh = 32u << 20,
+					.flags = op->flags ? REF_DEFRAG_COMPRESS : 0,
+					.compress = (uint8_t)op->flags };
+		r = ref_defrag(fs, op->path, &d, NULL);
+		break;
+	}
 	case WL_BALANCE: {
 		struct ref_balance b = { .flags = BTRFS_BALANCE_TYPE_MASK };
 		struct ref_balance_stats st;

@@ -178,6 +178,9 @@ static void put_arg(struct wl_out *o, const struct wl_op *op, enum wl_arg a)
 		wl_putf(o, "%s", op->flags & WL_RENAME_EXCHANGE ? "exchange" : "noreplace");
 		break;
 	case WA_SNAP: wl_put(o, "ro", 2); break;
+	case WA_DEFRAG:
+		wl_putf(o, "%s", op->flags == 1 ? "zlib" : op->flags == 2 ? "lzo" : "zstd");
+		break;
 	case WA_WSYNC: wl_putf(o, "%s", op->flags & WL_WRITE_DSYNC ? "dsync" : "sync"); break;
 	case WA_UID: put_id(o, op->uid); break;
 	case WA_GID: put_id(o, op->gid); break;
@@ -197,6 +200,7 @@ static bool is_default(const struct wl_op *op, enum wl_arg a)
 	case WA_FALLOC:
 	case WA_RENAME:
 	case WA_SNAP:
+	case WA_DEFRAG:
 	case WA_WSYNC: return op->flags == 0;
 	default: return false;
 	}

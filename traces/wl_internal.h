@@ -31,6 +31,7 @@ enum wl_arg {
 	WA_MARK,   /* [A-Za-z0-9_.-]+ -> name */
 	WA_SNAP,   /* ro -> flags (WL_SNAP_RDONLY) */
 	WA_WSYNC,  /* sync | dsync -> flags (WL_WRITE_SYNC, WL_WRITE_DSYNC) */
+	WA_DEFRAG, /* zlib | lzo | zstd -> flags (1, 2, 3) */
 };
 
 #define WL_MAX_ARGS 5

@@ -238,6 +238,13 @@ static int parse_arg(struct parser *p, struct wl_op *op, const struct wl_slot *s
 	case WA_OFF: return number(p, t, l, parse_u64(t, true, &op->off));
 	case WA_LEN: return number(p, t, l, parse_u64(t, true, &op->len));
 	case WA_SIZE: return number(p, t, l, parse_u64(t, true, &op->size));
+	case WA_DEFRAG:
+		for (int i = 1; i <= 3; i++)
+			if (!t->quoted && !strcmp(t->s, i == 1 ? "zlib" : i == 2 ? "lzo" : "zstd")) {
+				op->flags = i;
+				return 0;
+			}
+		return arg_error(p, t, l, "is not zlib, lzo or zstd");
 	case WA_SEED:
 		/* tN: text data (WL_SEED_TEXT), compressible, for compression */
 		if (!t->quoted && t->n > 1 && t->s[0] == 't') {

@@ -50,6 +50,7 @@ const struct wl_kind_info wl_kinds[WL_NKINDS] = {
 	[WL_SUBVOL_SYNC] = K("subvol-sync", 0, 0, { 0 }),
 	[WL_QUOTA_ENABLE] = K("quota-enable", 0, 0, { 0 }),
 	[WL_BALANCE] = K("balance", 0, 0, { 0 }),
+	[WL_DEFRAG] = K("defrag", 1, 2, P("PATH"), { WA_DEFRAG, "zlib|lzo|zstd" }),
 };
 
 #undef P
@@ -138,6 +139,9 @@ static const char *arg_problem(const struct wl_op *op, enum wl_arg a)
 		return op->flags == 0 || op->flags == WL_WRITE_SYNC || op->flags == WL_WRITE_DSYNC
 			       ? NULL
 			       : "write flags are not 0, sync or dsync";
+	case WA_DEFRAG:
+		return op->flags >= 0 && op->flags <= 3 ? NULL
+							: "defrag flags are not 0, zlib, lzo or zstd";
 	case WA_XNAME:
 		return op->name ? NULL : "xattr name is missing";
 	case WA_XVALUE:
@@ -237,6 +241,7 @@ static int copy_arg(struct wl_op *d, const struct wl_op *s, enum wl_arg a)
 	case WA_FALLOC:
 	case WA_RENAME:
 	case WA_SNAP:
+	case WA_DEFRAG:
 	case WA_WSYNC: d->flags = s->flags; break;
 	case WA_UID: d->uid = s->uid; break;
 	case WA_GID: d->gid = s->gid; break;

@@ -50,6 +50,8 @@ enum wl_kind {
 	WL_QUOTA_ENABLE, /* quota-enable                         btrfs quota enable, the rescan waited for */
 	/* Balance (btrfs); commits as it goes. */
 	WL_BALANCE,	/* balance                               every block group relocated (btrfs balance start --full-balance) */
+	/* Defragmentation (btrfs); not a persistence point. */
+	WL_DEFRAG,	/* defrag PATH [zlib|lzo|zstd]           flags: 0, or the compression (REF_COMPRESS_*) of -c */
 	WL_NKINDS
 };
 
