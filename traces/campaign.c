@@ -166,7 +166,7 @@ static int run_ace(struct camp *k, const struct ace *a, char *err, size_t errlen
 		/* with compression: text data, which it compresses */
 		for (size_t j = 0; !r && c->mount.compress && j < w.n; j++)
 			if (w.ops[j].kind == WL_WRITE)
-				w.ops[j].seed |= WL_SEED_TEXT;
+				w.ops[j].flags |= WL_WRITE_TEXT;
 		if (!r)
 			r = one(k, &w, &o, err, errlen);
 		wl_free(&w);

@@ -25,23 +25,29 @@ static inline uint64_t word(uint64_t key, uint64_t idx)
 	return htole64(fmix((idx * GOLDEN) ^ key));
 }
 
-/* Text data (WL_SEED_TEXT): byte o is one of 16 letters, chosen by byte
- * (o % 64) / 8 of word(o / 64): runs of 8 equal letters. */
-static void text_content(uint64_t key, uint64_t off, unsigned char *p, size_t len)
+/* Text data: byte o is one of 16 letters, chosen by byte (o % 64) / 8 of
+ * word(o / 64) with key mix(seed + G): runs of 8 equal letters. */
+void wl_text_content(uint64_t seed, uint64_t off, void *buf, size_t len)
 {
 	static const char letters[] = "etaoinshrdlucmfw";
+	const uint64_t key = fmix(seed + GOLDEN);
+	unsigned char *p = buf;
 	for (size_t i = 0; i < len; i++) {
 		uint64_t o = off + i, w = le64toh(word(key, o / 64));
 		p[i] = (unsigned char)letters[(w >> ((o % 64) / 8 * 8)) & 15];
 	}
 }
 
+void wl_write_content(uint64_t seed, int flags, uint64_t off, void *buf, size_t len)
+{
+	if (flags & WL_WRITE_TEXT)
+		wl_text_content(seed, off, buf, len);
+	else
+		wl_content(seed, off, buf, len);
+}
+
 void wl_content(uint64_t seed, uint64_t off, void *buf, size_t len)
 {
-	if (seed & WL_SEED_TEXT) {
-		text_content(fmix(seed + GOLDEN), off, buf, len);
-		return;
-	}
 	const uint64_t key = fmix(seed + GOLDEN);
 	unsigned char *p = buf;
 	uint64_t idx = off / 8;

@@ -35,6 +35,8 @@ void wl_gen_defaults(struct wl_gen_opts *o)
 	o->syncs = true;
 	o->subvols = false;
 	o->quota = false;
+	o->text = false;
+	o->defrag = false;
 }
 
 /* ---- the random stream: splitmix64 ------------------------------------- */
@@ -637,12 +639,15 @@ static void gen_mkdir(struct gen *g)
 	emit(g, &op);
 }
 
-/* A write's seed: 1..1000; with opts.text, an odd one gives text data
- * (no extra random draw: the workloads are otherwise as without it). */
-static uint64_t gen_seed(struct gen *g)
+/* A write's seed: 1..1000; with opts.text, an odd one gives text data (op
+ * flags WL_WRITE_TEXT; no extra random draw: the workloads are otherwise as
+ * without it). */
+static uint64_t gen_seed(struct gen *g, int *flags)
 {
 	uint64_t seed = 1 + below(g, 1000);
-	return g->o->text && (seed & 1) ? seed | WL_SEED_TEXT : seed;
+	if (g->o->text && (seed & 1))
+		*flags |= WL_WRITE_TEXT;
+	return seed;
 }
 
 static void gen_data(struct gen *g, enum wl_kind k)
@@ -658,10 +663,11 @@ static void gen_data(struct gen *g, enum wl_kind k)
 	if (k == WL_WRITE) {
 		op.off = gen_off(g);
 		op.len = gen_len(g);
-		op.seed = gen_seed(g);
+		int text = 0;
+		op.seed = gen_seed(g, &text);
 		/* one in twenty through a file opened O_SYNC or O_DSYNC */
 		int r = (int)below(g, 100);
-		op.flags = r < 3 ? WL_WRITE_SYNC : r < 5 ? WL_WRITE_DSYNC : 0;
+		op.flags = (r < 3 ? WL_WRITE_SYNC : r < 5 ? WL_WRITE_DSYNC : 0) | text;
 	} else if (k == WL_TRUNCATE) {
 		int r = (int)below(g, 100);
 		op.size = r < 25 ? 0
@@ -1089,7 +1095,10 @@ static void gen_ro_probe(struct gen *g)
 		op_init(&op, ks[r]);
 		op.path = e->path;
 		op.len = 1 + below(g, 8 * KiB);
-		op.seed = gen_seed(g);
+		int text = 0;
+		op.seed = gen_seed(g, &text);
+		if (op.kind == WL_WRITE)
+			op.flags |= text;
 		op.name = (char *)"user.a";
 		op.value = (uint8_t *)"v";
 		op.vlen = 1;
@@ -1167,7 +1176,7 @@ static void gen_bad(struct gen *g)
 		op.off = op.kind == WL_TRUNCATE ? 0 : gen_off(g);
 		op.len = op.kind == WL_TRUNCATE ? 0 : 1 + below(g, 8 * KiB);
 		op.size = op.kind == WL_TRUNCATE ? below(g, 8 * KiB) : 0;
-		op.seed = op.kind == WL_WRITE ? gen_seed(g) : 0;
+		op.seed = op.kind == WL_WRITE ? gen_seed(g, &op.flags) : 0;
 		break;
 	}
 	case 4: { /* rmdir of a directory with something in it (else of "/": EBUSY) */
@@ -1222,7 +1231,7 @@ static void gen_bad(struct gen *g)
 			op.off = UINT64_C(0x7fffffffffff0000);
 			op.len = MiB;
 		}
-		op.seed = op.kind == WL_WRITE ? gen_seed(g) : 0;
+		op.seed = op.kind == WL_WRITE ? gen_seed(g, &op.flags) : 0;
 		break;
 	}
 	case 8: /* removexattr of a name never set: ENODATA */

@@ -60,9 +60,11 @@
 /* Directory kinds (minode.kind). */
 enum { K_PLAIN, K_SUBVOL, K_STANDIN };
 
-/* Bytes [off, off + len) of the file are wl_content(seed, ...). */
+/* Bytes [off, off + len) of the file are wl_write_content(seed, flags, ...)
+ * (flags: a write's WL_WRITE_TEXT, or 0). */
 struct extent {
 	uint64_t off, len, seed;
+	int flags;
 };
 
 struct xattr {
@@ -436,10 +438,10 @@ static int ext_clear(struct minode *f, uint64_t lo, uint64_t hi)
 			continue;
 		}
 		if (e.off < lo) /* the part before lo stays */
-			f->ext[out++] = (struct extent){ e.off, lo - e.off, e.seed };
+			f->ext[out++] = (struct extent){ e.off, lo - e.off, e.seed, e.flags };
 		if (end > hi) { /* and the part after hi; at most once, at the end */
 			memmove(f->ext + out + 1, f->ext + i + 1, (f->next - i - 1) * sizeof(*f->ext));
-			f->ext[out++] = (struct extent){ hi, end - hi, e.seed };
+			f->ext[out++] = (struct extent){ hi, end - hi, e.seed, e.flags };
 			out += f->next - i - 1;
 			f->next = out;
 			return 0;
@@ -449,8 +451,9 @@ static int ext_clear(struct minode *f, uint64_t lo, uint64_t hi)
 	return 0;
 }
 
-/* Bytes [off, off + len) become wl_content(seed, ...); len > 0, no overflow. */
-static int ext_write(struct minode *f, uint64_t off, uint64_t len, uint64_t seed)
+/* Bytes [off, off + len) become wl_write_content(seed, flags, ...); len > 0,
+ * no overflow. */
+static int ext_write(struct minode *f, uint64_t off, uint64_t len, uint64_t seed, int flags)
 {
 	if (ext_reserve(f, 2) || ext_clear(f, off, off + len))
 		return -ENOMEM;
@@ -458,16 +461,17 @@ static int ext_write(struct minode *f, uint64_t off, uint64_t len, uint64_t seed
 	while (at < f->next && f->ext[at].off < off)
 		at++;
 	memmove(f->ext + at + 1, f->ext + at, (f->next - at) * sizeof(*f->ext));
-	f->ext[at] = (struct extent){ off, len, seed };
+	f->ext[at] = (struct extent){ off, len, seed, flags };
 	f->next++;
-	/* Neighbours of the same seed touching it are one extent: byte o of a
-	 * write depends on (seed, o) alone. */
-	if (at + 1 < f->next && f->ext[at + 1].seed == seed && f->ext[at + 1].off == off + len) {
+	/* Neighbours of the same seed and kind touching it are one extent: byte
+	 * o of a write depends on (seed, kind, o) alone. */
+	if (at + 1 < f->next && f->ext[at + 1].seed == seed && f->ext[at + 1].flags == flags &&
+	    f->ext[at + 1].off == off + len) {
 		f->ext[at].len += f->ext[at + 1].len;
 		memmove(f->ext + at + 1, f->ext + at + 2, (f->next - at - 2) * sizeof(*f->ext));
 		f->next--;
 	}
-	if (at > 0 && f->ext[at - 1].seed == seed &&
+	if (at > 0 && f->ext[at - 1].seed == seed && f->ext[at - 1].flags == flags &&
 	    f->ext[at - 1].off + f->ext[at - 1].len == off) {
 		f->ext[at - 1].len += f->ext[at].len;
 		memmove(f->ext + at, f->ext + at + 1, (f->next - at - 1) * sizeof(*f->ext));
@@ -512,7 +516,8 @@ static void file_digest(const struct minode *f, unsigned char out[crypto_hash_sh
 			if (hi > end)
 				hi = end;
 			if (lo < hi)
-				wl_content(f->ext[k].seed, lo, blk + (lo - base), (size_t)(hi - lo));
+				wl_write_content(f->ext[k].seed, f->ext[k].flags, lo,
+						 blk + (lo - base), (size_t)(hi - lo));
 		}
 		while (e < f->next && f->ext[e].off + f->ext[e].len <= end)
 			e++;
@@ -925,7 +930,7 @@ static int do_write(struct model *m, const struct wl_op *op, char *err, size_t e
 	if (!f)
 		return -ENOMEM;
 	forget_digest(f);
-	if (ext_write(f, op->off, op->len, op->seed))
+	if (ext_write(f, op->off, op->len, op->seed, op->flags & WL_WRITE_TEXT))
 		return -ENOMEM;
 	if (f->size < op->off + op->len)
 		f->size = op->off + op->len;

@@ -89,7 +89,7 @@ struct wl_gen_opts {
 			      * false: the mix of the other ops is then as it was) */
 	bool quota;          /* start with quota-enable, then the same ops as
 			      * without it (default false) */
-	bool text;           /* writes with an odd seed write text data (tN, WL_SEED_TEXT),
+	bool text;           /* writes with an odd seed write text data (tN, WL_WRITE_TEXT),
 			      * for compression; the same ops otherwise (default false) */
 	bool defrag;         /* include defrag (default false: the mix of the other ops
 			      * is then as it was) */

@@ -181,7 +181,7 @@ static int do_write(const struct wl_host *h, const struct wl_op *op, char *err, 
 	uint64_t done = 0;
 	do { /* at least one pwrite, also for a length of 0 */
 		size_t n = op->len - done < chunk ? (size_t)(op->len - done) : chunk;
-		wl_content(op->seed, op->off + done, buf, n);
+		wl_write_content(op->seed, op->flags, op->off + done, buf, n);
 		ssize_t w = pwrite(fd, buf, n, (off_t)(op->off + done));
 		if (w < 0) {
 			r = fail(err, errlen, "pwrite", -errno);

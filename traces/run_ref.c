@@ -27,7 +27,7 @@ static int write_data(ref_fs *fs, const struct wl_op *op, uint64_t *written)
 	uint64_t done = 0;
 	do {
 		size_t n = op->len - done < chunk ? (size_t)(op->len - done) : chunk;
-		wl_content(op->seed, op->off + done, buf, n);
+		wl_write_content(op->seed, op->flags, op->off + done, buf, n);
 		ssize_t w = ref_write(fs, op->path, buf, n, op->off + done);
 		r = w < 0 ? (int)w : 0;
 		if (!r)

@@ -162,8 +162,8 @@ static void put_arg(struct wl_out *o, const struct wl_op *op, enum wl_arg a)
 	case WA_LEN: put_size(o, op->len); break;
 	case WA_SIZE: put_size(o, op->size); break;
 	case WA_SEED:
-		if (op->seed & WL_SEED_TEXT)
-			wl_putf(o, "t%" PRIu64, op->seed & ~WL_SEED_TEXT);
+		if (op->flags & WL_WRITE_TEXT)
+			wl_putf(o, "t%" PRIu64, op->seed);
 		else
 			wl_putf(o, "%" PRIu64, op->seed);
 		break;
@@ -196,12 +196,12 @@ static bool is_default(const struct wl_op *op, enum wl_arg a)
 	wl_op_init(&def, op->kind);
 	switch (a) {
 	case WA_MODE: return op->mode == def.mode;
-	case WA_SEED: return op->seed == 0;
+	case WA_SEED: return op->seed == 0 && !(op->flags & WL_WRITE_TEXT);
 	case WA_FALLOC:
 	case WA_RENAME:
 	case WA_SNAP:
-	case WA_DEFRAG:
-	case WA_WSYNC: return op->flags == 0;
+	case WA_DEFRAG: return op->flags == 0;
+	case WA_WSYNC: return (op->flags & ~WL_WRITE_TEXT) == 0;
 	default: return false;
 	}
 }

@@ -246,16 +246,13 @@ static int parse_arg(struct parser *p, struct wl_op *op, const struct wl_slot *s
 			}
 		return arg_error(p, t, l, "is not zlib, lzo or zstd");
 	case WA_SEED:
-		/* tN: text data (WL_SEED_TEXT), compressible, for compression */
+		/* tN: text data (WL_WRITE_TEXT), compressible, for compression */
 		if (!t->quoted && t->n > 1 && t->s[0] == 't') {
 			struct wl_tok n = *t;
 			n.s = t->s + 1;
 			n.n = t->n - 1;
-			const char *why = parse_u64(&n, false, &op->seed);
-			if (!why && op->seed >= WL_SEED_TEXT)
-				why = "is too large for text data (tN: N below 2^63)";
-			op->seed |= WL_SEED_TEXT;
-			return number(p, t, l, why);
+			op->flags |= WL_WRITE_TEXT;
+			return number(p, t, l, parse_u64(&n, false, &op->seed));
 		}
 		return number(p, t, l, parse_u64(t, false, &op->seed));
 	case WA_UID: return number(p, t, l, parse_id(t, &op->uid));
@@ -275,7 +272,12 @@ static int parse_arg(struct parser *p, struct wl_op *op, const struct wl_slot *s
 	case WA_SNAP:
 		return keyword(p, t, l, "ro", WL_SNAP_RDONLY, "ro", WL_SNAP_RDONLY, &op->flags);
 	case WA_WSYNC:
-		return keyword(p, t, l, "sync", WL_WRITE_SYNC, "dsync", WL_WRITE_DSYNC, &op->flags);
+	{
+		int text = op->flags & WL_WRITE_TEXT, r;
+		r = keyword(p, t, l, "sync", WL_WRITE_SYNC, "dsync", WL_WRITE_DSYNC, &op->flags);
+		op->flags |= text;
+		return r;
+	}
 	}
 	return 0;
 }

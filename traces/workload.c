@@ -136,9 +136,11 @@ static const char *arg_problem(const struct wl_op *op, enum wl_arg a)
 		return op->flags == 0 || op->flags == WL_SNAP_RDONLY ? NULL
 								     : "snapshot flags are not 0 or ro";
 	case WA_WSYNC:
-		return op->flags == 0 || op->flags == WL_WRITE_SYNC || op->flags == WL_WRITE_DSYNC
+		return (op->flags & ~WL_WRITE_TEXT) == 0 ||
+				       (op->flags & ~WL_WRITE_TEXT) == WL_WRITE_SYNC ||
+				       (op->flags & ~WL_WRITE_TEXT) == WL_WRITE_DSYNC
 			       ? NULL
-			       : "write flags are not 0, sync or dsync";
+			       : "write flags are not 0, sync or dsync (with text data or not)";
 	case WA_DEFRAG:
 		return op->flags >= 0 && op->flags <= 3 ? NULL
 							: "defrag flags are not 0, zlib, lzo or zstd";

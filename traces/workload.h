@@ -70,6 +70,8 @@ enum wl_kind {
  * the file would) or O_DSYNC (as fdatasync). */
 #define WL_WRITE_SYNC 0x01
 #define WL_WRITE_DSYNC 0x02
+/* write: text data (the seed written tN): wl_text_content. */
+#define WL_WRITE_TEXT 0x04
 /* utimes: a time of `omit` leaves that time unchanged (utimensat's UTIME_OMIT). */
 #define WL_UTIME_OMIT ((long)((1L << 30) - 2L))
 
@@ -185,9 +187,12 @@ int wl_errno_parse(const char *name);
  * machine and build.  Several GB/s.
  */
 void wl_content(uint64_t seed, uint64_t off, void *buf, size_t len);
-/* A seed with this bit (written tN in the language) gives text data: bytes
- * that depend only on the seed and the offset as any, but compressible (a
- * few letters in runs of 8), so that compress= has something to compress. */
-#define WL_SEED_TEXT (UINT64_C(1) << 63)
+/* Text data, of a write whose seed is written tN (WL_WRITE_TEXT): bytes that
+ * depend only on the seed and the offset too, but compressible (16 letters
+ * in runs of 8), so that compress= has something to compress. */
+void wl_text_content(uint64_t seed, uint64_t off, void *buf, size_t len);
+/* The bytes [off, off + len) of the file that a write (flags: its
+ * WL_WRITE_TEXT) puts there: wl_content or wl_text_content. */
+void wl_write_content(uint64_t seed, int flags, uint64_t off, void *buf, size_t len);
 
 #endif

@@ -353,18 +353,33 @@ int free_tree_block_ref(ref_fs *fs, struct ref_block *b, uint64_t root, uint64_t
 	return 0;
 }
 
+/* Data space as btrfs_reserve_extent finds it: the whole size contiguous
+ * where there is such a range, else half of it (down to min) and so on, so
+ * that a large write or a defragmentation gets one extent wherever free
+ * space allows, not the first gap's worth. */
+static bool take_data(ref_fs *fs, uint64_t want, uint64_t min, uint64_t *start, uint64_t *len)
+{
+	uint64_t ss = fs->sectorsize;
+	for (uint64_t n = want;; n = n / 2 / ss * ss < min ? min : n / 2 / ss * ss) {
+		if (take(fs, BTRFS_BLOCK_GROUP_DATA, ss, n, n, start, len))
+			return true;
+		if (n <= min)
+			return false;
+	}
+}
+
 int alloc_data(ref_fs *fs, uint64_t want, uint64_t min, uint64_t *start, uint64_t *len)
 {
 	int e = FP_FAIL(FP_REF_ALLOC_DATA);
 	if (e)
 		return ref_fail(fs, e, "no data extent of %llu bytes (fault point %s)",
 				(unsigned long long)want, FP_REF_ALLOC_DATA);
-	if (take(fs, BTRFS_BLOCK_GROUP_DATA, fs->sectorsize, want, min, start, len))
+	if (take_data(fs, want, min, start, len))
 		return 0;
 	int r = alloc_chunk(fs, BTRFS_BLOCK_GROUP_DATA);
 	if (r)
 		return r;
-	if (take(fs, BTRFS_BLOCK_GROUP_DATA, fs->sectorsize, want, min, start, len))
+	if (take_data(fs, want, min, start, len))
 		return 0;
 	return ref_fail(fs, ENOSPC, "no data space left");
 }

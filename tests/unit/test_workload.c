@@ -134,7 +134,8 @@ Test(workload, every_operation_parses_with_its_defaults)
 		 "subvol-delete /snap\n"
 		 "subvol-sync\n"
 		 "quota-enable\n"
-		 "balance\n",
+		 "balance\n"
+		 "defrag /d/f\n",
 		 &w);
 	cr_assert_eq(w.n, WL_NKINDS, "one line per kind, in enum order");
 	cr_assert_str_eq(w.name, "w.txt");
@@ -706,6 +707,11 @@ static size_t sample_ops(struct wl_op *ops)
 	OP(.kind = WL_QUOTA_ENABLE, .expect = EROFS);
 	OP(.kind = WL_BALANCE);
 	OP(.kind = WL_BALANCE, .expect = ENOSPC);
+	OP(.kind = WL_DEFRAG, .path = "/d/f");
+	OP(.kind = WL_DEFRAG, .path = "/d", .flags = 3, .expect = EROFS);
+	OP(.kind = WL_WRITE, .path = "/d/f", .off = 4096, .len = 100, .seed = 7,
+	   .flags = WL_WRITE_TEXT | WL_WRITE_DSYNC);
+	OP(.kind = WL_WRITE, .path = "/d/f", .len = 1, .seed = UINT64_MAX, .flags = WL_WRITE_TEXT);
 #undef OP
 	return n;
 }
@@ -785,6 +791,10 @@ Test(workload, the_printed_form)
 		"quota-enable = EROFS",
 		"balance",
 		"balance = ENOSPC",
+		"defrag /d/f",
+		"defrag /d zstd = EROFS",
+		"write /d/f 4K 100 t7 dsync",
+		"write /d/f 0 1 t18446744073709551615",
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		char *line = format(&ops[i]);
