@@ -56,6 +56,7 @@ BENCH_FS_SRC := bench/bench_fs.c bench/benchutil.c
 BENCH_SNAP_SRC := bench/bench_snapshot.c bench/benchutil.c
 BENCH_RAID_SRC := bench/bench_raid.c bench/benchutil.c
 BENCH_LOG_SRC := bench/bench_log.c bench/benchutil.c
+BENCH_COMPRESS_SRC := bench/bench_compress.c bench/benchutil.c
 SWEEP_SRC := $(wildcard tests/sweep/*.c)
 # fuzz/: the harness code (a library, also linked into btrsim for `findings
 # --replay`), the harness programs' main (fuzz/driver.c, once per harness) and
@@ -77,6 +78,7 @@ BENCH_FS := $(B)/bench/bench-fs
 BENCH_SNAP := $(B)/bench/bench-snapshot
 BENCH_RAID := $(B)/bench/bench-raid
 BENCH_LOG := $(B)/bench/bench-log
+BENCH_COMPRESS := $(B)/bench/bench-compress
 SWEEP   := $(B)/tests/corrupt-sweep
 FUZZ_BINS := $(patsubst %,$(B)/fuzz/fuzz-%,$(FUZZ_HARNESSES))
 FUZZ_MKSEED := $(B)/fuzz/fuzz-mkseed
@@ -115,7 +117,7 @@ deps:
 	@sh mk/deps.sh
 
 cmd: $(BTRSIM)
-build: $(BTRSIM) $(UNIT) $(SWEEP) $(BENCH) $(BENCH_FS) $(BENCH_SNAP) $(BENCH_RAID) $(BENCH_LOG) $(FUZZ_BINS) $(FUZZ_MKSEED)
+build: $(BTRSIM) $(UNIT) $(SWEEP) $(BENCH) $(BENCH_FS) $(BENCH_SNAP) $(BENCH_RAID) $(BENCH_LOG) $(BENCH_COMPRESS) $(FUZZ_BINS) $(FUZZ_MKSEED)
 fuzz-bins: $(FUZZ_BINS) $(FUZZ_MKSEED)
 
 asan:
@@ -128,6 +130,8 @@ test: deps
 
 BENCH_READ_MIB ?= 1024
 BENCH_WRITE_MIB ?= 1024
+BENCH_COMPRESS_MIB ?= 128
+BENCH_DEFRAG_MIB ?= 256
 SEED ?=
 run: deps
 	@$(MAKE) --no-print-directory all
@@ -145,6 +149,9 @@ bench: deps
 	@build/release/bench/bench-raid rebuild
 	@build/release/bench/bench-raid balance
 	@sh bench/bench_log.sh build/release/bench/bench-log
+	@build/release/bench/bench-compress write $(BENCH_COMPRESS_MIB)
+	@sh bench/bench_compress.sh build/release/btrsim build/release/bench/bench-compress
+	@sh bench/bench_defrag.sh build/release/btrsim $(BENCH_DEFRAG_MIB)
 	@sh bench/bench_explore.sh build/release/btrsim
 	@$(MAKE) --no-print-directory MODE=afl B=$(FUZZ_B) fuzz-bins && sh bench/bench_fuzz.sh $(FUZZ_B)
 
@@ -321,6 +328,9 @@ $(BENCH_RAID): $(call obj,$(BENCH_RAID_SRC)) $(REF_LIB) $(SIM_LIB)
 	$(call link)
 
 $(BENCH_LOG): $(call obj,$(BENCH_LOG_SRC)) $(REF_LIB) $(SIM_LIB)
+	$(call link)
+
+$(BENCH_COMPRESS): $(call obj,$(BENCH_COMPRESS_SRC)) $(REF_LIB) $(SIM_LIB)
 	$(call link)
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)
