@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <unistd.h>
 
 #define K128 (128u * 1024)
 
@@ -518,4 +519,92 @@ Test(compress_write, short_piece_then_truncate_up)
 	wu_expect_clean(vol);
 	free(t), free(want);
 	sim_volume_close(vol);
+}
+
+/* Compressed extents in RAID1: a damaged copy found and mended by scrub, a
+ * lost disk rebuilt onto a spare by replace, every byte read back; quota
+ * groups count their bytes on disk.  Both checkers clean throughout. */
+Test(compress_write, scrub_replace_quota)
+{
+	sim_volume *vol = wu_volume(2, 128, BTRFS_BLOCK_GROUP_RAID1, BTRFS_BLOCK_GROUP_RAID1, 5);
+	ref_fs *fs = remount(NULL, vol, REF_COMPRESS_ZSTD, 0, false);
+	WU_OK(fs, ref_qgroup_enable(fs));
+	uint8_t *t = text(1 << 20, 21);
+	WU_OK(fs, ref_create(fs, "/f", 0644));
+	WU_OK(fs, ref_write(fs, "/f", t, 1 << 20, 0));
+	WU_OK(fs, ref_sync(fs));
+	struct fx x[16];
+	cr_assert_eq(extents(fs, "/f", x, 16), 8);
+	uint64_t disk = 0;
+	for (int i = 0; i < 8; i++)
+		disk += x[i].disk_len;
+	struct ref_qgroup *g;
+	size_t ng;
+	WU_OK(fs, ref_qgroup_list(fs, &g, &ng));
+	bool seen = false;
+	for (size_t i = 0; i < ng; i++)
+		if (g[i].id == BTRFS_FS_TREE_OBJECTID) {
+			seen = true;
+			cr_assert_geq(g[i].rfer, disk, "referenced %llu < the extents' %llu",
+				      (unsigned long long)g[i].rfer, (unsigned long long)disk);
+			cr_assert_lt(g[i].rfer, disk + (1 << 20) / 2,
+				     "referenced %llu: the data counted uncompressed",
+				     (unsigned long long)g[i].rfer);
+		}
+	cr_assert(seen);
+	free(g);
+	WU_OK(fs, ref_umount(fs));
+	wu_expect_clean(vol);
+	/* a copy of the third extent damaged on disk 0: scrub mends it */
+	struct ref_open_opts oo = { .super_mirror = -1 };
+	char err[256];
+	cr_assert_eq(ref_open(vol, &oo, &fs, err, sizeof(err)), 0, "%s", err);
+	struct ref_phys ph[4];
+	uint64_t run;
+	cr_assert_eq(ref_map(fs, x[2].disk, ph, 4, &run), 2);
+	ref_close(fs);
+	uint8_t junk[4096];
+	memset(junk, 0xa5, sizeof(junk));
+	int d0 = ph[0].disk == 0 ? 0 : 1;
+	cr_assert_eq(sim_write(vol, (unsigned)ph[d0].disk, ph[d0].physical, junk, sizeof(junk), 0), 0);
+	cr_assert_eq(sim_flush(vol, (unsigned)ph[d0].disk), 0);
+	fs = remount(NULL, vol, REF_COMPRESS_ZSTD, 0, false);
+	struct ref_scrub_dev devs[4];
+	size_t nd = 4;
+	WU_OK(fs, ref_scrub(fs, false, devs, &nd));
+	uint64_t fixed = 0;
+	for (size_t i = 0; i < nd; i++) {
+		fixed += devs[i].corrected_errors;
+		cr_assert_eq(devs[i].uncorrectable_errors, 0);
+	}
+	cr_assert_gt(fixed, 0, "scrub found nothing to mend");
+	expect_content(fs, "/f", t, 1 << 20);
+	WU_OK(fs, ref_umount(fs));
+	wu_expect_clean(vol);
+	/* disk 1 lost: rebuilt onto a spare */
+	char *paths[3];
+	char *dir = wu_save_images(vol, 2, paths);
+	sim_volume_close(vol);
+	paths[2] = tu_path(dir, "spare.img");
+	FILE *sp = fopen(paths[2], "w");
+	cr_assert(sp && ftruncate(fileno(sp), 136 << 20) == 0);
+	fclose(sp);
+	vol = wu_open_images(paths, 3, 0x5, false); /* disk 0 and the spare */
+	struct ref_mount_opts mo = { .open = { .super_mirror = -1, .spares = true, .degraded = true } };
+	cr_assert_eq(ref_mount(vol, &mo, &fs, err, sizeof(err)), 0, "mount: %s", err);
+	struct ref_replace_stats rs;
+	WU_OK(fs, ref_device_replace(fs, 2, 1, false, &rs));
+	cr_assert_eq(rs.uncorrectable, 0);
+	WU_OK(fs, ref_umount(fs));
+	sim_volume_close(vol);
+	vol = wu_open_images(paths, 3, 0x5, false);
+	cr_assert_eq(ref_open(vol, &oo, &fs, err, sizeof(err)), 0, "the rebuilt volume: %s", err);
+	expect_content(fs, "/f", t, 1 << 20);
+	ref_close(fs);
+	wu_expect_clean(vol);
+	sim_volume_close(vol);
+	for (int i = 0; i < 3; i++)
+		free(paths[i]);
+	tu_rmdir(dir);
+	free(t);
 }
