@@ -39,6 +39,17 @@ err_empty() { [ ! -s "$ERR" ] || fail "stderr is not empty: $(head -c 200 "$ERR"
 err_lines() { n=$(wc -l <"$ERR"); [ "$n" -eq "$1" ] || fail "stderr has $n lines, expected $1"; }
 done_check() { [ "$BAD" -eq 0 ] && echo "PASS $NAME"; BAD=0; }
 
+# check NAME: the image $img is clean for btrsim check and, when installed,
+# btrfs check --readonly (two checks: NAME-btrsim-check, NAME-btrfs-check).
+check() {
+	run "$1-btrsim-check" 0 "$BTRSIM" check "$img"
+	done_check
+	if command -v btrfs >/dev/null 2>&1; then
+		run "$1-btrfs-check" 0 btrfs check --readonly "$img"
+		done_check
+	fi
+}
+
 # sq ARGS...: the sqlite3 shell with a busy timeout, so that a query right
 # after btrsim closed the database never fails with "database is locked".
 sq() { sqlite3 -cmd '.timeout 10000' "$@"; }

@@ -14,14 +14,6 @@ truncate -s 256M "$img"
 run mkfs 0 "$BTRSIM" mkfs --seed 1 --time 1700000000 "$img"
 done_check
 
-check() {
-	run "$1-btrsim-check" 0 "$BTRSIM" check "$img"
-	done_check
-	if command -v btrfs >/dev/null 2>&1; then
-		run "$1-btrfs-check" 0 btrfs check --readonly "$img"
-		done_check
-	fi
-}
 
 # text LEN: LEN bytes of compressible text
 text() { yes 'the quick brown fox jumps over the lazy dog' | head -c "$1"; }

@@ -22,15 +22,6 @@ out_is() {
 	cmp -s "$OUT" "$T/want" || fail "stdout differs: $(diff "$T/want" "$OUT" | head -c 600)"
 }
 
-# check NAME: the image is clean for btrsim check and, when there, btrfs check.
-check() {
-	run "$1-btrsim-check" 0 "$BTRSIM" check "$img"
-	done_check
-	if command -v btrfs >/dev/null 2>&1; then
-		run "$1-btrfs-check" 0 btrfs check --readonly "$img"
-		done_check
-	fi
-}
 
 # ---- Help and usage ----
 
