@@ -99,6 +99,16 @@ progs_check() {
 		fail "btrfs check: $(grep -m3 -iE 'error|mismatch|missing' "$T/progs.log" | tr '\n' '|')"
 }
 
+# disk_bytes IMG: bytes the files of the top-level subvolume take on disk:
+# each data extent once (disk_num_bytes) plus inline extents' stored bytes,
+# from dump-tree (compression and defragmentation compare them).
+disk_bytes() {
+	btrfs inspect-internal dump-tree -t 5 "$1" 2>/dev/null | awk '
+		/extent data disk byte/ { if ($5 != 0 && !seen[$5]++) sum += $7 }
+		/inline extent data size/ { sum += $5 }
+		END { print sum + 0 }'
+}
+
 # mount_dev MOUNTPOINT OPTIONS DEV...: mounts a (multi-device) btrfs.
 mount_dev() {
 	mp=$1

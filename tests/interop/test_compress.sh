@@ -23,15 +23,6 @@ fi
 MP="$T/mnt"
 mkdir -p "$MP"
 
-# disk_bytes IMG: bytes the data of the top-level subvolume takes on disk:
-# each data extent once (disk_num_bytes), plus inline extents' stored bytes.
-disk_bytes() {
-	btrfs inspect-internal dump-tree -t 5 "$1" 2>/dev/null | awk '
-		/extent data disk byte/ { if ($5 != 0 && !seen[$5]++) sum += $7 }
-		/inline extent data size/ { sum += $5 }
-		END { print sum + 0 }'
-}
-
 # flags IMG: "FLAGS NAME" per file of /src, from the kernel's lsattr.
 flags() {
 	mount -o loop,ro "$1" "$MP" || { fail "mount $1"; return; }

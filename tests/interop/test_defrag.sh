@@ -20,12 +20,6 @@ command -v filefrag >/dev/null || { skip defrag "no filefrag (e2fsprogs)"; exit 
 MP="$T/mnt"
 mkdir -p "$MP"
 
-disk_bytes() {
-	btrfs inspect-internal dump-tree -t 5 "$1" 2>/dev/null | awk '
-		/extent data disk byte/ { if ($5 != 0 && !seen[$5]++) sum += $7 }
-		/inline extent data size/ { sum += $5 }
-		END { print sum + 0 }'
-}
 
 # counts IMG: "NAME EXTENTS" for each file, by the real filefrag on the
 # kernel's read-only mount (after a fresh mount: nothing in flight).
