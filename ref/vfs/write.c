@@ -4,7 +4,11 @@
  * inline extents for small files, dropping and splitting extents under an
  * overwrite, truncate, preallocation and hole punching.  nbytes follows the
  * extents: num_bytes of each extent with disk space, ram_bytes of an inline
- * one.
+ * one.  Each write is laid out as the kernel's writeback lays out its dirty
+ * range: plain, or compressed where ref/compress/compress_write.c says; a
+ * file of one sector at most is written whole from offset 0 (inline when it
+ * fits, compressed inline when it compresses), and an inline extent is
+ * rewritten together with a write just past it, as one range.
  */
 #include "faults/points.h"
 #include "ref/compress/compress_int.h"
