@@ -97,6 +97,7 @@ static int convert_bitmaps(ref_fs *fs, struct rw_tree *t, const struct rw_bg *bg
 			ref_path_release(fs, &p);
 		if (r < 0)
 			goto out;
+		r = 0; /* (1: the tree ended right after the group's bitmaps) */
 		for (size_t i = 0; i < nk && !r; i++)
 			r = bt_delete_key(fs, t, &keys[i]);
 		if (r || nk == 0)
