@@ -1,0 +1,88 @@
+/*
+ * send.h - Btrfs send streams (`btrfs send`; the format of btrfs-progs'
+ * Documentation/dev/dev-send-stream.rst, versions 1 to 3), read command by
+ * command with every check a receiver needs: the header, each command's
+ * length and CRC32C, each attribute inside its command.  (ref/send/)
+ *
+ * A stream: the magic "btrfs-stream" with its NUL, a le32 version, then
+ * commands: le32 payload length, le16 command, le32 crc32c (seed 0, no
+ * inversion, over the header with the crc zeroed and the payload), then the
+ * payload, a sequence of attributes: le16 type, le16 length, the value.  From
+ * version 2 on, an attribute DATA has no length: it is the rest of its
+ * command.
+ */
+#ifndef BTRSIM_REF_SEND_H
+#define BTRSIM_REF_SEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Commands (BTRFS_SEND_C_*). */
+enum {
+	REF_SEND_C_SUBVOL = 1, REF_SEND_C_SNAPSHOT, REF_SEND_C_MKFILE, REF_SEND_C_MKDIR,
+	REF_SEND_C_MKNOD, REF_SEND_C_MKFIFO, REF_SEND_C_MKSOCK, REF_SEND_C_SYMLINK,
+	REF_SEND_C_RENAME, REF_SEND_C_LINK, REF_SEND_C_UNLINK, REF_SEND_C_RMDIR,
+	REF_SEND_C_SET_XATTR, REF_SEND_C_REMOVE_XATTR, REF_SEND_C_WRITE, REF_SEND_C_CLONE,
+	REF_SEND_C_TRUNCATE, REF_SEND_C_CHMOD, REF_SEND_C_CHOWN, REF_SEND_C_UTIMES,
+	REF_SEND_C_END, REF_SEND_C_UPDATE_EXTENT, REF_SEND_C_FALLOCATE, REF_SEND_C_FILEATTR,
+	REF_SEND_C_ENCODED_WRITE, REF_SEND_C_ENABLE_VERITY,
+	REF_SEND_C_MAX = REF_SEND_C_ENABLE_VERITY
+};
+
+/* Attributes (BTRFS_SEND_A_*). */
+enum {
+	REF_SEND_A_UUID = 1, REF_SEND_A_CTRANSID, REF_SEND_A_INO, REF_SEND_A_SIZE,
+	REF_SEND_A_MODE, REF_SEND_A_UID, REF_SEND_A_GID, REF_SEND_A_RDEV, REF_SEND_A_CTIME,
+	REF_SEND_A_MTIME, REF_SEND_A_ATIME, REF_SEND_A_OTIME, REF_SEND_A_XATTR_NAME,
+	REF_SEND_A_XATTR_DATA, REF_SEND_A_PATH, REF_SEND_A_PATH_TO, REF_SEND_A_PATH_LINK,
+	REF_SEND_A_FILE_OFFSET, REF_SEND_A_DATA, REF_SEND_A_CLONE_UUID, REF_SEND_A_CLONE_CTRANSID,
+	REF_SEND_A_CLONE_PATH, REF_SEND_A_CLONE_OFFSET, REF_SEND_A_CLONE_LEN,
+	REF_SEND_A_FALLOCATE_MODE, REF_SEND_A_FILEATTR, REF_SEND_A_UNENCODED_FILE_LEN,
+	REF_SEND_A_UNENCODED_LEN, REF_SEND_A_UNENCODED_OFFSET, REF_SEND_A_COMPRESSION,
+	REF_SEND_A_ENCRYPTION, REF_SEND_A_VERITY_ALGORITHM, REF_SEND_A_VERITY_BLOCK_SIZE,
+	REF_SEND_A_VERITY_SALT_DATA, REF_SEND_A_VERITY_SIG_DATA,
+	REF_SEND_A_MAX = REF_SEND_A_VERITY_SIG_DATA
+};
+
+#define REF_SEND_HEADER 17 /* magic with its NUL, version */
+#define REF_SEND_VERSION_MAX 3
+
+struct ref_send_attr {
+	const uint8_t *data;
+	uint32_t len;
+	uint8_t present;
+};
+
+/* One command: its number, where its header starts in the stream, and its
+ * attributes by type (the last of a type wins, as btrfs-progs reads them). */
+struct ref_send_cmd {
+	uint16_t cmd;
+	uint32_t len;	 /* payload bytes */
+	uint64_t offset; /* of its header */
+	struct ref_send_attr a[REF_SEND_A_MAX + 1];
+};
+
+/* The stream's version from its first 17 bytes: 0, or -EINVAL (not a send
+ * stream; a version above 3) with why in err. */
+int ref_send_header(const uint8_t *buf, size_t len, uint32_t *version, char *err, size_t errlen);
+
+/* The command at *off (after the header): 0 and *off past it, 1 at the
+ * end of the input (no byte left), or -EBADMSG with "offset N: why" in err:
+ * a truncated header or payload, a CRC mismatch, an unknown command for the
+ * version, an attribute running past its command or of a type past the
+ * version's.  c's attribute pointers point into buf. */
+int ref_send_next(const uint8_t *buf, size_t len, uint32_t version, uint64_t *off,
+		  struct ref_send_cmd *c, char *err, size_t errlen);
+
+/* "subvol", "write", ... as btrfs receive --dump names them; NULL: unknown. */
+const char *ref_send_cmd_name(uint16_t cmd);
+
+/* Attribute values: 0, or -ENODATA (absent) / -EBADMSG (wrong size). */
+int ref_send_u64(const struct ref_send_cmd *c, int type, uint64_t *v);
+int ref_send_u32(const struct ref_send_cmd *c, int type, uint32_t *v);
+int ref_send_uuid(const struct ref_send_cmd *c, int type, uint8_t uuid[16]);
+int ref_send_time(const struct ref_send_cmd *c, int type, int64_t *sec, uint32_t *nsec);
+/* A string or data attribute: its bytes (not NUL-terminated). */
+int ref_send_bytes(const struct ref_send_cmd *c, int type, const uint8_t **p, uint32_t *len);
+
+#endif
