@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #define FE_HEADER offsetof(struct btrfs_file_extent_item, disk_bytenr) /* 21 bytes */
-#define MAX_SYMLINKS 40 /* Linux's MAXSYMLINKS */
 
 /* Whether the host file at path holds a Btrfs superblock's magic. */
 static bool host_btrfs_image(const char *path)
@@ -40,119 +39,18 @@ int cli_path_fail(const struct cli_cmd *cmd, const char *path, int err, const ch
 			detail ? ": " : "", detail ? detail : "");
 }
 
-/* ref's failure: its errno, and ref_error() saying why. */
-static int ref_said(ref_fs *fs, int r, const char **detail)
-{
-	*detail = ref_error(fs);
-	return r < 0 ? r : -EIO;
-}
-
 int cli_path_walk(ref_fs *fs, const char *path, bool follow, struct ref_ino *out,
 		  struct ref_stat *st, const char **detail)
 {
 	*detail = NULL;
-	if (!*path)
-		return -ENOENT;
-	struct ref_ino top, cur;
-	struct ref_stat cst;
-	int r = ref_subvol_root(fs, BTRFS_FS_TREE_OBJECTID, &top);
+	/* ref's own path walk, Linux's rules (vfs_resolve); the stat walks it
+	 * again, so that a snapshot's stand-in is seen from its directory */
+	int r = ref_lookup_path(fs, path, follow, out);
 	if (!r)
-		r = ref_stat(fs, &top, &cst);
-	if (r)
-		return ref_said(fs, r, detail);
-	cur = top;
-	char *buf = strdup(path);
-	if (!buf)
-		return -ENOMEM;
-	const char *rest = buf;
-	bool need_dir = false;
-	int links = 0;
-	r = 0;
-	for (;;) {
-		while (*rest == '/')
-			rest++;
-		if (!*rest)
-			break;
-		size_t len = strcspn(rest, "/");
-		bool more = rest[len] == '/';
-		const char *next = rest + len;
-		if (!S_ISDIR(cst.mode)) {
-			r = -ENOTDIR;
-			break;
-		}
-		if (len == 1 && rest[0] == '.') {
-			rest = next;
-			need_dir = true;
-			continue;
-		}
-		struct ref_ino child;
-		struct ref_stat chst;
-		if (len == 2 && rest[0] == '.' && rest[1] == '.') {
-			if ((r = ref_resolve(fs, &cur, "..", &child)) ||
-			    (r = ref_stat(fs, &child, &chst))) {
-				r = ref_said(fs, r, detail);
-				break;
-			}
-		} else if (len > BTRFS_NAME_LEN) {
-			r = -ENAMETOOLONG;
-			break;
-		} else {
-			r = ref_lookup(fs, &cur, rest, len, &child, NULL);
-			if (r == -ENOENT)
-				break;
-			if (r || (r = ref_stat_in(fs, &cur, &child, &chst))) {
-				r = ref_said(fs, r, detail);
-				break;
-			}
-		}
-		if (S_ISLNK(chst.mode) && (more || follow)) {
-			char target[4096];
-			ssize_t n;
-			if (++links > MAX_SYMLINKS) {
-				r = -ELOOP;
-				break;
-			}
-			if ((n = ref_readlink(fs, &child, target, sizeof(target))) < 0) {
-				r = ref_said(fs, (int)n, detail);
-				break;
-			}
-			if (n == 0) { /* Linux: an empty target names nothing */
-				r = -ENOENT;
-				break;
-			}
-			/* The target takes the link's place in what is left to walk. */
-			size_t tl = (size_t)n, nl = strlen(next);
-			char *nb = malloc(tl + nl + 1);
-			if (!nb) {
-				r = -ENOMEM;
-				break;
-			}
-			memcpy(nb, target, tl);
-			memcpy(nb + tl, next, nl + 1);
-			free(buf);
-			buf = nb;
-			rest = buf;
-			if (target[0] == '/') {
-				cur = top;
-				if ((r = ref_stat(fs, &cur, &cst))) {
-					r = ref_said(fs, r, detail);
-					break;
-				}
-			}
-			continue;
-		}
-		cur = child;
-		cst = chst;
-		need_dir = more;
-		rest = next;
-	}
-	free(buf);
-	if (!r && need_dir && !S_ISDIR(cst.mode))
-		r = -ENOTDIR;
-	if (!r) {
-		*out = cur;
-		*st = cst;
-	}
+		r = ref_stat_path(fs, path, follow, st);
+	if (r && r != -ENOENT && r != -ENOTDIR && r != -ELOOP && r != -ENAMETOOLONG &&
+	    r != -ENOMEM)
+		*detail = ref_error(fs);
 	return r;
 }
 

@@ -17,7 +17,8 @@
 int cli_split_operands(char **ops, int n);
 
 /*
- * PATH from the top-level subvolume, walked as open(2) walks it: symlinks
+ * PATH from the top-level subvolume, walked by ref_lookup_path and
+ * ref_stat_path (ref/vfs.h) as open(2) walks it: symlinks
  * followed in the middle of the path, and at its end too when `follow`
  * (O_NOFOLLOW otherwise: *out is then the symlink itself), at most 40 of them
  * (ELOOP); '.' and '..' as Linux has them; a path ending in '/' must name a
