@@ -1,10 +1,12 @@
 /*
- * cmd-receive.c - `btrsim receive --dump [-f FILE]`: a send stream's
- * commands printed as btrfs-progs 6.2's `btrfs receive --dump` prints them,
- * line for line, every command checked first (ref/send.h).  Applying a
- * stream to a file system is not here yet: --dump is required.
+ * cmd-receive.c - `btrsim receive [-f FILE] [-e] IMG... DIR`: send streams
+ * applied under DIR of the file system on the images (ref_receive), as
+ * `btrfs receive` applies them to a mounted btrfs; and `btrsim receive
+ * --dump`: a stream's commands printed as btrfs-progs 6.2's `btrfs receive
+ * --dump` prints them, line for line, every command checked first.
  */
 #include "cli/cli.h"
+#include "cli/fsops.h"
 #include "ref/send.h"
 
 #include <ctype.h>
@@ -18,22 +20,36 @@
 #include <time.h>
 
 static const char usage_text[] =
-	"usage: btrsim receive --dump [-f FILE]\n"
+	"usage: btrsim receive [-f FILE] [-e] [-q] IMG... DIR\n"
+	"       btrsim receive --dump [-f FILE]\n"
 	"\n"
-	"Read a send stream (btrfs send, versions 1 to 3) from FILE or standard input\n"
-	"and print its commands as 'btrfs receive --dump' (btrfs-progs 6.2) prints\n"
-	"them: the command, the path under ./SUBVOL, its arguments; times in the local\n"
-	"time zone.  Every command's length, crc32c and attributes are checked before\n"
-	"it is printed; a bad one stops the dump with its offset in the stream.\n"
-	"As btrfs-progs 6.2's, the dump stops at the first end command (a file of\n"
-	"several streams, from btrfs send SUBVOL SUBVOL, dumps its first).  Receiving\n"
-	"a stream into a file system is not here yet (--dump is required).\n"
+	"Read send streams (btrfs send, versions 1 to 3) from FILE or standard input\n"
+	"and apply them under DIR (a directory of the file system on the images, the\n"
+	"disks of one volume), as 'btrfs receive DIR' applies them to a mounted btrfs:\n"
+	"each stream makes the subvolume DIR/NAME (a full stream a new one, an\n"
+	"incremental one a snapshot of its parent, found by received UUID, then by\n"
+	"UUID), which at the stream's end gets its received UUID and becomes\n"
+	"read-only.  Several streams one after another are applied in turn.  Clones\n"
+	"are applied by copying the bytes and encoded writes by decompressing them\n"
+	"(btrsim cannot clone or write encoded data yet); fileattr is ignored, as\n"
+	"btrfs-progs 6.2 ignores it; enable_verity is refused.  A bad or failing\n"
+	"command stops it with its offset in the stream; what was applied before is\n"
+	"committed, and the subvolume then stays writable and not received.\n"
+	"\n"
+	"With --dump, print the commands as 'btrfs receive --dump' (btrfs-progs 6.2)\n"
+	"prints them: the command, the path under ./SUBVOL, its arguments; times in\n"
+	"the local time zone.  Every command's length, crc32c and attributes are\n"
+	"checked before it is printed.  As btrfs-progs 6.2's, the dump stops at the\n"
+	"first end command (a file of several streams dumps its first).\n"
 	"\n"
 	"  -f FILE      read the stream from FILE (default: standard input)\n"
-	"  --dump       print the commands\n"
+	"  -e           stop after the first end command (btrfs receive -e)\n"
+	"  -q, --quiet  no 'At subvol NAME' / 'At snapshot NAME' lines\n"
+	"  --dump       print the commands instead of applying them\n"
 	"  -h, --help   show this help\n"
 	"\n"
-	"Exit status: 0, 1 for a bad stream or an unreadable file, 2 bad usage.\n";
+	"Exit status: 0, 1 for a bad stream, a failed command or an unreadable\n"
+	"file, 2 bad usage.\n";
 
 const struct cli_cmd cli_cmd_receive;
 
@@ -330,29 +346,57 @@ static uint8_t *slurp(const char *file, size_t *len)
 	return b;
 }
 
+/* btrfs-progs 6.2 says "At subvol" on stderr, "At snapshot" on stdout. */
+static void at_subvol(void *ctx, bool snapshot, const char *name)
+{
+	(void)ctx;
+	fprintf(snapshot ? stdout : stderr, "At %s %s\n", snapshot ? "snapshot" : "subvol", name);
+	fflush(stdout);
+}
+
+static int apply_streams(char **imgs, int n, const char *dir, const uint8_t *buf, size_t len,
+			 const struct ref_receive_opts *o)
+{
+	struct cli_mount m;
+	int rc = cli_mount(&cli_cmd_receive, imgs, n, &m);
+	if (rc)
+		return rc;
+	char err[1024];
+	struct ref_receive_stats st = { 0 };
+	int r = ref_receive(m.fs, dir, buf, len, o, &st, err, sizeof(err));
+	if (r) {
+		fprintf(stderr, "btrsim receive: %s\n", err);
+		return cli_abort(&m);
+	}
+	return cli_umount(&m);
+}
+
 static int cmd_receive(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "dump", no_argument, NULL, 'd' }, { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+		{ "dump", no_argument, NULL, 'd' }, { "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	const char *file = "-";
 	bool dump = false;
+	struct ref_receive_opts ro = { .at = at_subvol };
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "f:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "f:eqh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f': file = optarg; break;
+		case 'e': ro.honor_end = true; break;
+		case 'q': ro.at = NULL; break;
 		case 'd': dump = true; break;
 		case 'h': return cli_help(&cli_cmd_receive);
 		default: return cli_usage_error(&cli_cmd_receive, "unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (!dump)
-		return cli_usage_error(&cli_cmd_receive,
-				       "receiving into a file system is not here yet: give --dump");
-	if (optind != argc)
+	if (dump && optind != argc)
 		return cli_usage_error(&cli_cmd_receive, "--dump takes no operands (the stream: -f)");
+	if (!dump && argc - optind < 2)
+		return cli_usage_error(&cli_cmd_receive, "needs at least one image and the directory DIR");
 	size_t len;
 	uint8_t *buf = slurp(file, &len);
 	if (!buf)
@@ -360,6 +404,11 @@ static int cmd_receive(int argc, char **argv)
 	if (len == 0) {
 		free(buf);
 		return cli_fail(&cli_cmd_receive, "%s: not a send stream (no data)", file);
+	}
+	if (!dump) {
+		int rc = apply_streams(argv + optind, argc - optind - 1, argv[argc - 1], buf, len, &ro);
+		free(buf);
+		return rc;
 	}
 	struct dump d = { .subvol = "." };
 	char err[256];
@@ -401,7 +450,7 @@ static int cmd_receive(int argc, char **argv)
 
 const struct cli_cmd cli_cmd_receive = {
 	.name = "receive",
-	.summary = "print a send stream's commands, as btrfs receive --dump",
+	.summary = "apply send streams to a file system, or print them (--dump)",
 	.usage = usage_text,
 	.run = cmd_receive,
 };

@@ -176,6 +176,8 @@ struct ref_subvol_info {
 	uint32_t refs;            /* 0: deleted, waiting for the cleaner */
 	struct timespec otime, ctime;
 	uint8_t uuid[BTRFS_UUID_SIZE], parent_uuid[BTRFS_UUID_SIZE], received_uuid[BTRFS_UUID_SIZE];
+	uint64_t stransid, rtransid; /* a received subvolume's (ref_subvol_set_received) */
+	struct timespec stime, rtime;
 };
 /* A subvolume's ROOT_ITEM fields (uuids zero for a legacy root item). */
 int ref_subvol_info(ref_fs *fs, uint64_t subvol, struct ref_subvol_info *out);

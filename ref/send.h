@@ -85,4 +85,47 @@ int ref_send_time(const struct ref_send_cmd *c, int type, int64_t *sec, uint32_t
 /* A string or data attribute: its bytes (not NUL-terminated). */
 int ref_send_bytes(const struct ref_send_cmd *c, int type, const uint8_t **p, uint32_t *len);
 
+/* ---- Receiving (send_receive.c) ---- */
+
+#include "ref/vfs.h"
+#include <stdbool.h>
+
+struct ref_receive_opts {
+	bool honor_end; /* stop after the first end command (btrfs receive -e) */
+	/* Told of each subvolume as its stream begins (btrfs receive's "At
+	 * subvol NAME" / "At snapshot NAME"); may be NULL. */
+	void (*at)(void *ctx, bool snapshot, const char *name);
+	void *ctx;
+};
+
+struct ref_receive_stats {
+	uint64_t streams, commands; /* read and applied */
+	uint64_t subvols;	    /* finished: received and read-only */
+	uint64_t bytes_written;	    /* by write, clone and encoded_write */
+};
+
+/*
+ * Applies the send streams in buf (one or several, one after another) under
+ * the directory dir of a mounted file system, as btrfs receive applies them
+ * under a mounted btrfs (btrfs-progs 6.2): each stream's subvol or snapshot
+ * command makes DIR/NAME (a snapshot of the parent subvolume, found by
+ * received UUID, then by UUID), the commands after it change it, and at its
+ * end command it gets the stream's uuid as received_uuid and its ctransid as
+ * stransid (ref_subvol_set_received) and becomes read-only.  Paths in the
+ * stream must stay inside the subvolume (no "." or ".." component, none
+ * absolute or empty); a command before any subvol is refused.  Clones are
+ * copied and encoded writes decompressed (ref cannot yet clone or write
+ * encoded); fileattr is ignored as btrfs-progs ignores it; enable_verity is
+ * EOPNOTSUPP.
+ *
+ * Returns 0, or -errno with "offset N: COMMAND: PATH: why" in err: a bad
+ * stream (ref_send_next's checks, an end of input without an end command, an
+ * empty input), a missing parent or clone source (ENOENT), or the errno of
+ * the call that failed.  What was applied before stays; the subvolume being
+ * received then stays writable and not received.  st (may be NULL) counts.
+ */
+int ref_receive(ref_fs *fs, const char *dir, const uint8_t *buf, size_t len,
+		const struct ref_receive_opts *o, struct ref_receive_stats *st, char *err,
+		size_t errlen);
+
 #endif

@@ -134,6 +134,10 @@ int ref_fdatasync(ref_fs *fs, const char *path);
 int ref_setxattr(ref_fs *fs, const char *path, const char *name, const void *value, size_t len,
 		 int flags);
 int ref_removexattr(ref_fs *fs, const char *path, const char *name);
+/* The same on a symlink itself (lsetxattr, lremovexattr). */
+int ref_lsetxattr(ref_fs *fs, const char *path, const char *name, const void *value, size_t len,
+		  int flags);
+int ref_lremovexattr(ref_fs *fs, const char *path, const char *name);
 /* The inode flags as FS_IOC_GETFLAGS gives them (FS_*_FL of <linux/fs.h>:
  * lsattr), and FS_IOC_SETFLAGS (chattr) for the flags c (FS_COMPR_FL: the
  * compression property set to the mount's algorithm, or zlib) and m
@@ -178,8 +182,12 @@ ssize_t ref_getxattr(ref_fs *fs, const char *path, const char *name, void *value
 int ref_chmod(ref_fs *fs, const char *path, uint32_t mode);
 /* (uint32_t)-1 leaves that id unchanged, as chown(2). */
 int ref_chown(ref_fs *fs, const char *path, uint32_t uid, uint32_t gid);
+/* chown of a symlink itself (lchown). */
+int ref_lchown(ref_fs *fs, const char *path, uint32_t uid, uint32_t gid);
 /* times[0] atime, times[1] mtime (tv_nsec UTIME_NOW or UTIME_OMIT as utimensat); NULL: now. */
 int ref_utimes(ref_fs *fs, const char *path, const struct timespec times[2]);
+/* The same with AT_SYMLINK_NOFOLLOW: a symlink's own times. */
+int ref_lutimes(ref_fs *fs, const char *path, const struct timespec times[2]);
 
 /* ---- Subvolumes (subvol.c); each call commits before it returns ---- */
 
@@ -199,6 +207,17 @@ int ref_subvol_delete(ref_fs *fs, const char *path);
 int ref_subvol_sync(ref_fs *fs);
 /* Makes subvolume id (0: the top level) the default (btrfs subvolume set-default). */
 int ref_subvol_set_default(ref_fs *fs, uint64_t id);
+/* BTRFS_IOC_SUBVOL_SETFLAGS on the subvolume whose root directory path is:
+ * read-only or writable (BTRFS_ROOT_SUBVOL_RDONLY).  EINVAL when path is no
+ * subvolume's root; EPERM to make a subvolume being deleted writable;
+ * nothing done (0) when it already is so.  (subvol_flags.c) */
+int ref_subvol_set_readonly(ref_fs *fs, const char *path, bool readonly);
+/* BTRFS_IOC_SET_RECEIVED_SUBVOL, as btrfs receive ends a subvolume: its
+ * received_uuid and stransid set (the uuid tree's RECEIVED_SUBVOL entry
+ * following), rtransid this transaction (*rtransid, may be NULL), rtime now,
+ * stime zero.  EROFS on a read-only subvolume, EINVAL as above. */
+int ref_subvol_set_received(ref_fs *fs, const char *path, const uint8_t uuid[16],
+			    uint64_t stransid, uint64_t *rtransid);
 
 /* What a device replace copied (ref_device_replace). */
 struct ref_replace_stats {

@@ -78,6 +78,10 @@ int ref_subvol_info(ref_fs *fs, uint64_t subvol, struct ref_subvol_info *out)
 		out->otransid = LE64(ri->otransid);
 		out->otime = (struct timespec){ (time_t)LE64(ri->otime.sec), LE32(ri->otime.nsec) };
 		out->ctime = (struct timespec){ (time_t)LE64(ri->ctime.sec), LE32(ri->ctime.nsec) };
+		out->stransid = LE64(ri->stransid);
+		out->rtransid = LE64(ri->rtransid);
+		out->stime = (struct timespec){ (time_t)LE64(ri->stime.sec), LE32(ri->stime.nsec) };
+		out->rtime = (struct timespec){ (time_t)LE64(ri->rtime.sec), LE32(ri->rtime.nsec) };
 	}
 	ref_path_release(fs, &path);
 	r = ref_find_first(fs, &tr, subvol, BTRFS_ROOT_BACKREF_KEY, &path, &k, &data, &size);

@@ -28,19 +28,19 @@ static int bad(char *err, size_t errlen, uint64_t off, const char *fmt, ...)
 	return -EBADMSG;
 }
 
-static uint32_t le32(const uint8_t *p)
+static uint32_t rd32(const uint8_t *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static uint16_t le16(const uint8_t *p)
+static uint16_t rd16(const uint8_t *p)
 {
 	return (uint16_t)(p[0] | p[1] << 8);
 }
 
-static uint64_t le64(const uint8_t *p)
+static uint64_t rd64(const uint8_t *p)
 {
-	return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
+	return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
 }
 
 int ref_send_header(const uint8_t *buf, size_t len, uint32_t *version, char *err, size_t errlen)
@@ -51,7 +51,7 @@ int ref_send_header(const uint8_t *buf, size_t len, uint32_t *version, char *err
 			snprintf(err, errlen, "not a send stream (no btrfs-stream magic)");
 		return -EINVAL;
 	}
-	*version = le32(buf + sizeof(magic));
+	*version = rd32(buf + sizeof(magic));
 	if (*version < 1 || *version > REF_SEND_VERSION_MAX) {
 		if (errlen)
 			snprintf(err, errlen, "send stream version %u (1 to %u are known)", *version,
@@ -82,8 +82,8 @@ int ref_send_next(const uint8_t *buf, size_t len, uint32_t version, uint64_t *of
 		return bad(err, errlen, at, "the stream ends inside a command header (%llu of %d bytes)",
 			   (unsigned long long)(len - at), CMD_HEADER);
 	const uint8_t *h = buf + at;
-	uint32_t plen = le32(h), crc = le32(h + 6);
-	uint16_t cmd = le16(h + 4);
+	uint32_t plen = rd32(h), crc = rd32(h + 6);
+	uint16_t cmd = rd16(h + 4);
 	if (plen > len - at - CMD_HEADER)
 		return bad(err, errlen, at, "the stream ends inside command %u (%u payload bytes, %llu left)",
 			   cmd, plen, (unsigned long long)(len - at - CMD_HEADER));
@@ -104,15 +104,15 @@ int ref_send_next(const uint8_t *buf, size_t len, uint32_t version, uint64_t *of
 	const uint8_t *p = h + CMD_HEADER, *end = p + plen;
 	while (p < end) {
 		/* v2+: DATA has a type but no length: it is the rest of the command */
-		bool rest = end - p >= 2 && version >= 2 && le16(p) == REF_SEND_A_DATA;
+		bool rest = end - p >= 2 && version >= 2 && rd16(p) == REF_SEND_A_DATA;
 		if (end - p < (rest ? 2 : TLV_HEADER))
 			return bad(err, errlen, at, "command %u: an attribute header runs past the command",
 				   cmd);
-		uint16_t type = le16(p);
+		uint16_t type = rd16(p);
 		if (type == 0 || type > max_attr(version))
 			return bad(err, errlen, at, "command %u: unknown attribute %u for version %u", cmd,
 				   type, version);
-		uint32_t alen = rest ? (uint32_t)(end - p - 2) : le16(p + 2);
+		uint32_t alen = rest ? (uint32_t)(end - p - 2) : rd16(p + 2);
 		p += rest ? 2 : TLV_HEADER;
 		if (alen > (uint64_t)(end - p))
 			return bad(err, errlen, at, "command %u: attribute %u runs past the command", cmd,
@@ -152,7 +152,7 @@ int ref_send_u64(const struct ref_send_cmd *c, int type, uint64_t *v)
 	const uint8_t *p;
 	int r = attr(c, type, 8, &p);
 	if (!r)
-		*v = le64(p);
+		*v = rd64(p);
 	return r;
 }
 
@@ -161,7 +161,7 @@ int ref_send_u32(const struct ref_send_cmd *c, int type, uint32_t *v)
 	const uint8_t *p;
 	int r = attr(c, type, 4, &p);
 	if (!r)
-		*v = le32(p);
+		*v = rd32(p);
 	return r;
 }
 
@@ -179,8 +179,8 @@ int ref_send_time(const struct ref_send_cmd *c, int type, int64_t *sec, uint32_t
 	const uint8_t *p;
 	int r = attr(c, type, 12, &p);
 	if (!r) {
-		*sec = (int64_t)le64(p);
-		*nsec = le32(p + 8);
+		*sec = (int64_t)rd64(p);
+		*nsec = rd32(p + 8);
 	}
 	return r;
 }

@@ -43,11 +43,11 @@ static int find_entry(ref_fs *fs, const struct ref_root *root, const struct ref_
 	return r == -ENOENT ? -ENODATA : r;
 }
 
-static int xattr_target(ref_fs *fs, const char *path, const char *name, struct ref_ino *ino,
-			struct btrfs_inode_item *ii, size_t *nlen)
+static int xattr_target(ref_fs *fs, const char *path, bool follow, const char *name,
+			struct ref_ino *ino, struct btrfs_inode_item *ii, size_t *nlen)
 {
 	int r = check_name(fs, name, nlen);
-	if (r || (r = vfs_resolve(fs, path, true, ino)) || (r = inode_read(fs, ino, ii)))
+	if (r || (r = vfs_resolve(fs, path, follow, ino)) || (r = inode_read(fs, ino, ii)))
 		return r;
 	uint32_t mode = inode_mode(ii);
 	if (!strncmp(name, "user.", 5) && !S_ISREG(mode) && !S_ISDIR(mode))
@@ -138,15 +138,15 @@ int vfs_xattr_get(ref_fs *fs, const struct ref_ino *ino, const char *name, size_
 	return r;
 }
 
-int ref_setxattr(ref_fs *fs, const char *path, const char *name, const void *value, size_t len,
-		 int flags)
+static int set_xattr(ref_fs *fs, const char *path, bool follow, const char *name,
+		     const void *value, size_t len, int flags)
 {
 	struct ref_ino ino;
 	struct btrfs_inode_item ii;
 	size_t nlen;
 	bool dflt;
 	int r = vfs_begin(fs, 6, false);
-	if (r || (r = xattr_target(fs, path, name, &ino, &ii, &nlen)))
+	if (r || (r = xattr_target(fs, path, follow, name, &ino, &ii, &nlen)))
 		return vfs_end(fs, r);
 	if (flags & ~(XATTR_CREATE | XATTR_REPLACE))
 		return vfs_end(fs, ref_fail(fs, EINVAL, "invalid xattr flags"));
@@ -169,14 +169,26 @@ int ref_setxattr(ref_fs *fs, const char *path, const char *name, const void *val
 	return vfs_end(fs, r);
 }
 
-int ref_removexattr(ref_fs *fs, const char *path, const char *name)
+int ref_setxattr(ref_fs *fs, const char *path, const char *name, const void *value, size_t len,
+		 int flags)
+{
+	return set_xattr(fs, path, true, name, value, len, flags);
+}
+
+int ref_lsetxattr(ref_fs *fs, const char *path, const char *name, const void *value, size_t len,
+		  int flags)
+{
+	return set_xattr(fs, path, false, name, value, len, flags);
+}
+
+static int remove_xattr(ref_fs *fs, const char *path, bool follow, const char *name)
 {
 	struct ref_ino ino;
 	struct btrfs_inode_item ii;
 	size_t nlen;
 	bool dflt;
 	int r = vfs_begin(fs, 4, true);
-	if (r || (r = xattr_target(fs, path, name, &ino, &ii, &nlen)) ||
+	if (r || (r = xattr_target(fs, path, follow, name, &ino, &ii, &nlen)) ||
 	    (r = vfs_writable(fs, &ino))) /* xattr_permission: before ENODATA */
 		return vfs_end(fs, r);
 	if (acl_name(name, &dflt)) /* none there is no error (vfs_remove_acl) */
@@ -193,13 +205,23 @@ int ref_removexattr(ref_fs *fs, const char *path, const char *name)
 	return vfs_end(fs, r);
 }
 
+int ref_removexattr(ref_fs *fs, const char *path, const char *name)
+{
+	return remove_xattr(fs, path, true, name);
+}
+
+int ref_lremovexattr(ref_fs *fs, const char *path, const char *name)
+{
+	return remove_xattr(fs, path, false, name);
+}
+
 ssize_t ref_getxattr(ref_fs *fs, const char *path, const char *name, void *value, size_t len)
 {
 	struct ref_ino ino;
 	struct btrfs_inode_item ii;
 	size_t nlen, vlen = 0;
 	uint8_t *buf;
-	int r = xattr_target(fs, path, name, &ino, &ii, &nlen);
+	int r = xattr_target(fs, path, true, name, &ino, &ii, &nlen);
 	if (r || (r = vfs_xattr_get(fs, &ino, name, nlen, &buf, &vlen)))
 		return r == -ENODATA ? ref_fail(fs, ENODATA, "%s: no such xattr", name) : r;
 	if (len && vlen > len)
@@ -232,16 +254,17 @@ int vfs_killpriv(ref_fs *fs, const struct ref_ino *ino, unsigned items, bool del
 
 static int do_chmod(ref_fs *fs, struct btrfs_inode_item *ii, const void *arg);
 
-/* Changes an inode's attributes under `path` (following symlinks); with
+/* Changes an inode's attributes under `path` (following symlinks when
+ * follow); with
  * killpriv (chown), a non-directory loses its file capabilities too. */
-static int set_attrs(ref_fs *fs, const char *path, int (*fn)(ref_fs *, struct btrfs_inode_item *,
-							       const void *),
-		     const void *arg, bool killpriv)
+static int set_attrs(ref_fs *fs, const char *path, bool follow,
+		     int (*fn)(ref_fs *, struct btrfs_inode_item *, const void *), const void *arg,
+		     bool killpriv)
 {
 	struct ref_ino ino;
 	struct btrfs_inode_item ii;
 	int r = vfs_begin(fs, ATTR_ITEMS, false);
-	if (r || (r = vfs_resolve(fs, path, true, &ino)) || (r = inode_read(fs, &ino, &ii)) ||
+	if (r || (r = vfs_resolve(fs, path, follow, &ino)) || (r = inode_read(fs, &ino, &ii)) ||
 	    (r = fn(fs, &ii, arg)))
 		return vfs_end(fs, r);
 	/* A stand-in has no setattr: simple_setattr changes the in-memory inode
@@ -269,7 +292,7 @@ static int do_chmod(ref_fs *fs, struct btrfs_inode_item *ii, const void *arg)
 
 int ref_chmod(ref_fs *fs, const char *path, uint32_t mode)
 {
-	return set_attrs(fs, path, do_chmod, &mode, false);
+	return set_attrs(fs, path, true, do_chmod, &mode, false);
 }
 
 static int do_chown(ref_fs *fs, struct btrfs_inode_item *ii, const void *arg)
@@ -296,7 +319,13 @@ static int do_chown(ref_fs *fs, struct btrfs_inode_item *ii, const void *arg)
 int ref_chown(ref_fs *fs, const char *path, uint32_t uid, uint32_t gid)
 {
 	uint32_t ids[2] = { uid, gid };
-	return set_attrs(fs, path, do_chown, ids, true);
+	return set_attrs(fs, path, true, do_chown, ids, true);
+}
+
+int ref_lchown(ref_fs *fs, const char *path, uint32_t uid, uint32_t gid)
+{
+	uint32_t ids[2] = { uid, gid };
+	return set_attrs(fs, path, false, do_chown, ids, true);
 }
 
 static int set_time(ref_fs *fs, struct btrfs_timespec *t, const struct timespec *ts)
@@ -331,11 +360,21 @@ static int do_utimes(ref_fs *fs, struct btrfs_inode_item *ii, const void *arg)
 	return r;
 }
 
-int ref_utimes(ref_fs *fs, const char *path, const struct timespec times[2])
+static int utimes_at(ref_fs *fs, const char *path, bool follow, const struct timespec times[2])
 {
 	if (times && times[0].tv_nsec == UTIME_OMIT && times[1].tv_nsec == UTIME_OMIT)
 		return 0; /* as utimensat: nothing to do, not even a lookup */
-	return set_attrs(fs, path, do_utimes, times, false);
+	return set_attrs(fs, path, follow, do_utimes, times, false);
+}
+
+int ref_utimes(ref_fs *fs, const char *path, const struct timespec times[2])
+{
+	return utimes_at(fs, path, true, times);
+}
+
+int ref_lutimes(ref_fs *fs, const char *path, const struct timespec times[2])
+{
+	return utimes_at(fs, path, false, times);
 }
 
 int ref_getflags(ref_fs *fs, const char *path, uint32_t *fsflags)

@@ -27,7 +27,7 @@ static int root_tree(ref_fs *fs, struct rw_tree **rt)
 }
 
 /* A subvolume's ROOT_ITEM (zero-extended when an old, shorter one) and its key. */
-static int root_item_read(ref_fs *fs, uint64_t id, struct btrfs_root_item *ri, struct ref_key *key)
+int sv_root_item_read(ref_fs *fs, uint64_t id, struct btrfs_root_item *ri, struct ref_key *key)
 {
 	struct rw_tree *rt;
 	int r = root_tree(fs, &rt);
@@ -46,7 +46,7 @@ static int root_item_read(ref_fs *fs, uint64_t id, struct btrfs_root_item *ri, s
 	return 0;
 }
 
-static int root_item_write(ref_fs *fs, const struct ref_key *key, const struct btrfs_root_item *ri)
+int sv_root_item_write(ref_fs *fs, const struct ref_key *key, const struct btrfs_root_item *ri)
 {
 	struct rw_tree *rt;
 	struct ref_path p;
@@ -84,7 +84,7 @@ static int new_subvol_id(ref_fs *fs, uint64_t *id)
 	return 0;
 }
 
-static int uuid_tree_add(ref_fs *fs, const uint8_t uuid[BTRFS_UUID_SIZE], uint8_t type, uint64_t id)
+int sv_uuid_add(ref_fs *fs, const uint8_t uuid[BTRFS_UUID_SIZE], uint8_t type, uint64_t id)
 {
 	struct rw_tree *ut;
 	int r = rw_tree_get(fs, BTRFS_UUID_TREE_OBJECTID, &ut);
@@ -137,7 +137,7 @@ static int begin_new(ref_fs *fs, const char *path, struct vfs_name *n)
 }
 
 /* Ends the call: on success the transaction commits. */
-static int end_commit(ref_fs *fs, int r)
+int sv_end_commit(ref_fs *fs, int r)
 {
 	r = vfs_end(fs, r);
 	return r ? r : rw_commit(fs);
@@ -149,10 +149,10 @@ int ref_subvol_create(ref_fs *fs, const char *path, uint64_t *id_out)
 	uint64_t id = 0;
 	int r = begin_new(fs, path, &n);
 	if (r || (r = new_subvol_id(fs, &id)))
-		return end_commit(fs, r);
+		return sv_end_commit(fs, r);
 	struct rw_tree *t;
 	if ((r = bt_new_tree(fs, id, &t)) || (r = qg_subvol_created(fs, id)))
-		return end_commit(fs, r);
+		return sv_end_commit(fs, r);
 	/* The root directory, its own parent through "..". */
 	struct btrfs_timespec now;
 	vfs_now(fs, &now);
@@ -172,7 +172,7 @@ int ref_subvol_create(ref_fs *fs, const char *path, uint64_t *id_out)
 			      BTRFS_FIRST_FREE_OBJECTID };
 	if ((r = bt_insert_data(fs, t, &ik, &ii, sizeof(ii))) ||
 	    (r = bt_insert_data(fs, t, &rk, ref, sizeof(ref))))
-		return end_commit(fs, r);
+		return sv_end_commit(fs, r);
 	/* Its root item, as create_subvol fills it. */
 	struct btrfs_root_item ri;
 	memset(&ri, 0, sizeof(ri));
@@ -194,10 +194,10 @@ int ref_subvol_create(ref_fs *fs, const char *path, uint64_t *id_out)
 	struct ref_key key = { id, BTRFS_ROOT_ITEM_KEY, 0 };
 	if (!(r = root_tree(fs, &rt)) && !(r = bt_insert_data(fs, rt, &key, &ri, sizeof(ri))) &&
 	    !(r = link_subvol(fs, &n, id)))
-		r = uuid_tree_add(fs, ri.uuid, BTRFS_UUID_KEY_SUBVOL, id);
+		r = sv_uuid_add(fs, ri.uuid, BTRFS_UUID_KEY_SUBVOL, id);
 	if (!r && id_out)
 		*id_out = id;
-	return end_commit(fs, r);
+	return sv_end_commit(fs, r);
 }
 
 int ref_snapshot(ref_fs *fs, const char *src, const char *dest, bool readonly, uint64_t *id_out)
@@ -211,29 +211,29 @@ int ref_snapshot(ref_fs *fs, const char *src, const char *dest, bool readonly, u
 	int r = vfs_begin(fs, 16, false);
 	if (r || (r = vfs_resolve(fs, src, true, &sino)) || (r = vfs_parent(fs, dest, &n)) ||
 	    (r = takes_ioctls(fs, &n.dir, dest)))
-		return end_commit(fs, r);
+		return sv_end_commit(fs, r);
 	if (n.kind == LAST_NORM && sino.ino != BTRFS_FIRST_FREE_OBJECTID)
-		return end_commit(fs, ref_fail(fs, EINVAL, "%s: not a subvolume", src));
+		return sv_end_commit(fs, ref_fail(fs, EINVAL, "%s: not a subvolume", src));
 	if ((r = name_free_writable(fs, dest, &n)))
-		return end_commit(fs, r);
+		return sv_end_commit(fs, r);
 	/* The running transaction is committed first: the source then has no
 	 * block changed in place (a dirty block), so the copy shares only
 	 * committed blocks and the snapshot's own entry, when it lands inside the
 	 * source, goes into copies (the kernel forces COW on the source). */
 	if ((r = new_subvol_id(fs, &id)) || (!MUTANT(SNAP_NO_COMMIT) && (r = rw_commit(fs))))
-		return end_commit(fs, r);
+		return sv_end_commit(fs, r);
 	struct btrfs_root_item ri;
 	struct ref_key skey;
 	struct rw_tree *st, *t;
-	if ((r = root_item_read(fs, sino.subvol, &ri, &skey)) ||
+	if ((r = sv_root_item_read(fs, sino.subvol, &ri, &skey)) ||
 	    (r = rw_tree_get(fs, sino.subvol, &st)) || (r = bt_snapshot_root(fs, st, id, &t)) ||
 	    (r = qg_snapshot(fs, sino.subvol, id)))
-		return end_commit(fs, r);
+		return sv_end_commit(fs, r);
 	t->rdonly = readonly;
 	/* The source remembers the snapshot: its blocks up to now may be shared. */
 	ri.last_snapshot = htole64(fs->rw->transid);
-	if ((r = root_item_write(fs, &skey, &ri)))
-		return end_commit(fs, r);
+	if ((r = sv_root_item_write(fs, &skey, &ri)))
+		return sv_end_commit(fs, r);
 	/* The snapshot's root item: the source's, with its own identity. */
 	struct btrfs_timespec now;
 	vfs_now(fs, &now);
@@ -263,45 +263,45 @@ int ref_snapshot(ref_fs *fs, const char *src, const char *dest, bool readonly, u
 	struct rw_tree *rt;
 	if ((r = root_tree(fs, &rt)) || (r = bt_insert_data(fs, rt, &key, &ri, sizeof(ri))) ||
 	    (r = link_subvol(fs, &n, id)) ||
-	    (r = uuid_tree_add(fs, ri.uuid, BTRFS_UUID_KEY_SUBVOL, id)))
-		return end_commit(fs, r);
+	    (r = sv_uuid_add(fs, ri.uuid, BTRFS_UUID_KEY_SUBVOL, id)))
+		return sv_end_commit(fs, r);
 	static const uint8_t zero[BTRFS_UUID_SIZE];
 	if (memcmp(ri.received_uuid, zero, BTRFS_UUID_SIZE))
-		r = uuid_tree_add(fs, ri.received_uuid, BTRFS_UUID_KEY_RECEIVED_SUBVOL, id);
+		r = sv_uuid_add(fs, ri.received_uuid, BTRFS_UUID_KEY_RECEIVED_SUBVOL, id);
 	if (!r && id_out)
 		*id_out = id;
-	return end_commit(fs, r);
+	return sv_end_commit(fs, r);
 }
 
 int ref_subvol_set_default(ref_fs *fs, uint64_t id)
 {
 	int r = vfs_begin(fs, 4, false);
 	if (r)
-		return end_commit(fs, r);
+		return sv_end_commit(fs, r);
 	if (id == 0)
 		id = BTRFS_FS_TREE_OBJECTID;
 	struct btrfs_root_item ri;
 	struct ref_key key;
 	struct rw_tree *rt;
-	if ((r = root_item_read(fs, id, &ri, &key)) || (r = root_tree(fs, &rt)))
-		return end_commit(fs, r);
+	if ((r = sv_root_item_read(fs, id, &ri, &key)) || (r = root_tree(fs, &rt)))
+		return sv_end_commit(fs, r);
 	if (id != BTRFS_FS_TREE_OBJECTID && (id < BTRFS_FIRST_FREE_OBJECTID ||
 					     id > BTRFS_LAST_FREE_OBJECTID))
-		return end_commit(fs, ref_fail(fs, EINVAL, "tree %llu is not a subvolume",
+		return sv_end_commit(fs, ref_fail(fs, EINVAL, "tree %llu is not a subvolume",
 					       (unsigned long long)id));
 	if (!ri.refs)
-		return end_commit(fs, ref_fail(fs, ENOENT, "subvolume %llu is being deleted",
+		return sv_end_commit(fs, ref_fail(fs, ENOENT, "subvolume %llu is being deleted",
 					       (unsigned long long)id));
 	/* The "default" entry of the root tree's directory points at it. */
 	struct ref_key dk = { BTRFS_ROOT_TREE_DIR_OBJECTID, BTRFS_DIR_ITEM_KEY,
 			      ref_name_hash("default", 7) };
 	uint32_t off, esize;
 	if ((r = dir_item_find(fs, &rt->root, &dk, "default", 7, &off, &esize, NULL, NULL)))
-		return end_commit(fs, r == -ENOENT ? ref_fail(fs, ENOENT, "the root tree has no default entry")
+		return sv_end_commit(fs, r == -ENOENT ? ref_fail(fs, ENOENT, "the root tree has no default entry")
 						   : r);
 	struct ref_path p;
 	if ((r = bt_lookup_cow(fs, rt, &dk, &p)))
-		return end_commit(fs, r);
+		return sv_end_commit(fs, r);
 	struct btrfs_dir_item *di = (void *)(bt_item(&p, NULL) + off);
 	di->location.objectid = htole64(key.objectid);
 	di->location.type = key.type;
@@ -309,10 +309,10 @@ int ref_subvol_set_default(ref_fs *fs, uint64_t id)
 	ref_path_release(fs, &p);
 	fs->sb.incompat_flags =
 		htole64(LE64(fs->sb.incompat_flags) | BTRFS_FEATURE_INCOMPAT_DEFAULT_SUBVOL);
-	return end_commit(fs, 0);
+	return sv_end_commit(fs, 0);
 }
 
-static int uuid_tree_remove(ref_fs *fs, const uint8_t uuid[BTRFS_UUID_SIZE], uint8_t type,
+int sv_uuid_remove(ref_fs *fs, const uint8_t uuid[BTRFS_UUID_SIZE], uint8_t type,
 			    uint64_t id)
 {
 	static const uint8_t zero[BTRFS_UUID_SIZE];
@@ -360,47 +360,47 @@ int ref_subvol_delete(ref_fs *fs, const char *path)
 	uint8_t type;
 	int r = vfs_begin(fs, 16, true);
 	if (r || (r = vfs_parent(fs, path, &n)))
-		return end_commit(fs, r);
+		return sv_end_commit(fs, r);
 	if (n.kind == LAST_ROOT)
-		return end_commit(fs, ref_fail(fs, EPERM, "%s: the top-level subvolume cannot be deleted", path));
+		return sv_end_commit(fs, ref_fail(fs, EPERM, "%s: the top-level subvolume cannot be deleted", path));
 	/* Linux's order (btrfs_ioctl_snap_destroy): the ioctl on the directory,
 	 * ".." (EINVAL), the lookup ("." is EACCES, ENOENT), the directory's
 	 * subvolume read-only (EROFS), not a directory (ENOTDIR), not a
 	 * subvolume's root (EINVAL), the default subvolume (EPERM), subvolumes
 	 * inside (ENOTEMPTY). */
 	if ((r = takes_ioctls(fs, &n.dir, path)))
-		return end_commit(fs, r);
+		return sv_end_commit(fs, r);
 	if (n.kind == LAST_DOTDOT)
-		return end_commit(fs, ref_fail(fs, EINVAL, "%s: not a subvolume", path));
+		return sv_end_commit(fs, ref_fail(fs, EINVAL, "%s: not a subvolume", path));
 	if (n.kind == LAST_DOT)
-		return end_commit(fs, ref_fail(fs, EACCES, "%s: '.' cannot be looked up", path));
+		return sv_end_commit(fs, ref_fail(fs, EACCES, "%s: '.' cannot be looked up", path));
 	if ((r = vfs_lookup(fs, &n.dir, n.name, n.len, &ino, &type)))
-		return end_commit(fs, r == -ENOENT ? ref_fail(fs, ENOENT, "%s: no such subvolume", path) : r);
+		return sv_end_commit(fs, r == -ENOENT ? ref_fail(fs, ENOENT, "%s: no such subvolume", path) : r);
 	if ((r = vfs_writable(fs, &n.dir)))
-		return end_commit(fs, r);
+		return sv_end_commit(fs, r);
 	if (type != BTRFS_FT_DIR)
-		return end_commit(fs, ref_fail(fs, ENOTDIR, "%s: not a directory", path));
+		return sv_end_commit(fs, ref_fail(fs, ENOTDIR, "%s: not a directory", path));
 	if (ino.subvol == n.dir.subvol || ino.ino != BTRFS_FIRST_FREE_OBJECTID)
-		return end_commit(fs, ref_fail(fs, EINVAL, "%s: not a subvolume", path));
+		return sv_end_commit(fs, ref_fail(fs, EINVAL, "%s: not a subvolume", path));
 	uint64_t id = ino.subvol, def;
 	if ((r = ref_subvol_default(fs, &def)))
-		return end_commit(fs, r);
+		return sv_end_commit(fs, r);
 	if (def == id)
-		return end_commit(fs, ref_fail(fs, EPERM, "%s: the default subvolume cannot be deleted", path));
+		return sv_end_commit(fs, ref_fail(fs, EPERM, "%s: the default subvolume cannot be deleted", path));
 	if ((r = has_children(fs, id)))
-		return end_commit(fs, r < 0 ? r : ref_fail(fs, ENOTEMPTY, "%s: it holds other subvolumes", path));
+		return sv_end_commit(fs, r < 0 ? r : ref_fail(fs, ENOTEMPTY, "%s: it holds other subvolumes", path));
 	struct btrfs_root_item ri;
 	struct ref_key key;
 	struct rw_tree *rt;
-	if ((r = root_item_read(fs, id, &ri, &key)) || (r = root_tree(fs, &rt)))
-		return end_commit(fs, r);
+	if ((r = sv_root_item_read(fs, id, &ri, &key)) || (r = root_tree(fs, &rt)))
+		return sv_end_commit(fs, r);
 	/* Out of the namespace at once: the entry and its links (dir_remove),
 	 * the uuids. */
 	log_note_dir_changed(fs, &n.dir); /* btrfs_record_snapshot_destroy */
 	if ((r = dir_remove(fs, &n.dir, n.name, n.len, &ino)) ||
-	    (r = uuid_tree_remove(fs, ri.uuid, BTRFS_UUID_KEY_SUBVOL, id)) ||
-	    (r = uuid_tree_remove(fs, ri.received_uuid, BTRFS_UUID_KEY_RECEIVED_SUBVOL, id)))
-		return end_commit(fs, r);
+	    (r = sv_uuid_remove(fs, ri.uuid, BTRFS_UUID_KEY_SUBVOL, id)) ||
+	    (r = sv_uuid_remove(fs, ri.received_uuid, BTRFS_UUID_KEY_RECEIVED_SUBVOL, id)))
+		return sv_end_commit(fs, r);
 	/* Dead: no references, its drop starting from the beginning, and an
 	 * orphan item telling the cleaner (also after a crash or remount). */
 	ri.refs = 0;
@@ -408,10 +408,10 @@ int ref_subvol_delete(ref_fs *fs, const char *path)
 	memset(&ri.drop_progress, 0, sizeof(ri.drop_progress));
 	ri.drop_level = 0;
 	struct ref_key ok = { BTRFS_ORPHAN_OBJECTID, BTRFS_ORPHAN_ITEM_KEY, id };
-	if (!(r = root_item_write(fs, &key, &ri)))
+	if (!(r = sv_root_item_write(fs, &key, &ri)))
 		r = bt_insert_data(fs, rt, &ok, NULL, 0);
 	fs->rw->orphans_pending = true;
-	return end_commit(fs, r == -EEXIST ? ref_fail(fs, EUCLEAN, "subvolume %llu is already deleted",
+	return sv_end_commit(fs, r == -EEXIST ? ref_fail(fs, EUCLEAN, "subvolume %llu is already deleted",
 						       (unsigned long long)id)
 					   : r);
 }

@@ -168,4 +168,14 @@ int file_put_plain(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_ite
 int file_put_compressed(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_item *ii,
 			uint64_t at, const uint8_t *enc, uint64_t disk_len, uint64_t ram, uint8_t type);
 
+/* subvol.c, shared with subvol_flags.c: a subvolume's ROOT_ITEM read
+ * (zero-extended when an old, shorter one) with its key, and written back;
+ * an entry of the uuid tree added or removed (nothing for a zero uuid or an
+ * absent entry); the end of a subvolume call, committing on success. */
+int sv_root_item_read(ref_fs *fs, uint64_t id, struct btrfs_root_item *ri, struct ref_key *key);
+int sv_root_item_write(ref_fs *fs, const struct ref_key *key, const struct btrfs_root_item *ri);
+int sv_uuid_add(ref_fs *fs, const uint8_t uuid[BTRFS_UUID_SIZE], uint8_t type, uint64_t id);
+int sv_uuid_remove(ref_fs *fs, const uint8_t uuid[BTRFS_UUID_SIZE], uint8_t type, uint64_t id);
+int sv_end_commit(ref_fs *fs, int r);
+
 #endif
