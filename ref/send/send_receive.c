@@ -60,11 +60,14 @@ static int fail(struct recv *rv, int e, const char *fmt, ...)
 	return -e;
 }
 
-/* A call of ref's that failed on path: why, as ref said it. */
+/* A call of ref's that failed on path: why, as ref said it (with the path
+ * in front unless ref named it). */
 static int op_fail(struct recv *rv, int r, const char *path)
 {
 	const char *why = ref_error(rv->fs);
-	return fail(rv, -r, "%s: %s", path, why && *why ? why : strerror(-r));
+	if (!why || !*why)
+		return fail(rv, -r, "%s: %s", path, strerror(-r));
+	return strstr(why, path) ? fail(rv, -r, "%s", why) : fail(rv, -r, "%s: %s", path, why);
 }
 
 static int need(struct recv *rv, int r, const char *what)
@@ -250,7 +253,7 @@ static int do_clone(struct recv *rv, const char *path)
 	struct ref_ino si, di;
 	struct ref_stat ss;
 	if ((r = ref_lookup_path(rv->fs, src, false, &si)) || (r = ref_stat(rv->fs, &si, &ss)))
-		return op_fail(rv, r, src);
+		return fail(rv, -r, "%s: the source %s", path, ref_error(rv->fs));
 	if ((r = ref_lookup_path(rv->fs, path, false, &di)))
 		return op_fail(rv, r, path);
 	/* the kernel's clone checks: inside the source, no overlap in one file */

@@ -149,9 +149,93 @@ run empty 1 "$BTRSIM" receive --dump -f "$T/empty.st"
 err_has 'not a send stream'; done_check
 run missing 1 "$BTRSIM" receive --dump -f "$T/nope.st"
 err_has 'nope.st: No such file'; done_check
-run usage-no-dump 2 "$BTRSIM" receive -f "$T/v1.st"
-err_has 'not here yet'; done_check
+run usage-no-dir 2 "$BTRSIM" receive -f "$T/v1.st" "$T/img"
+err_has 'needs at least one image and the directory DIR'; done_check
 run usage-operand 2 "$BTRSIM" receive --dump -f "$T/v1.st" extra
 done_check
 run help 0 "$BTRSIM" receive --help
-out_has '^usage: btrsim receive --dump'; done_check
+out_has '^usage: btrsim receive \[-f FILE\] \[-e\] \[-q\] IMG... DIR'; done_check
+
+# ---- Applying streams to an image ----
+
+# mkvalid OUT: a full stream of subvolume "v" (uuid 11..., ctransid 5),
+# then an incremental one of "w" on it (uuid 22..., parent 11...).
+mkvalid() {
+	python3 - "$1" <<'PY'
+import struct, sys
+def crc32c(data, crc=0):
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc
+def tlv(t, v): return struct.pack('<HH', t, len(v)) + v
+def u64(t, x): return tlv(t, struct.pack('<Q', x))
+def s(t, x): return tlv(t, x.encode())
+def ts(t, sec): return tlv(t, struct.pack('<QI', sec, 0))
+def stream(cmds):
+    blob = b'btrfs-stream\0' + struct.pack('<I', 1)
+    for c, payload in cmds:
+        h = struct.pack('<IHI', len(payload), c, 0)
+        blob += struct.pack('<IHI', len(payload), c, crc32c(h + payload)) + payload
+    return blob
+A, B = bytes([0x11]) * 16, bytes([0x22]) * 16
+full = [(1, s(15, 'v') + tlv(1, A) + u64(2, 5)),
+        (4, s(15, 'o257-5-0') + u64(3, 257)), (9, s(15, 'o257-5-0') + s(16, 'd')),
+        (3, s(15, 'o258-5-0') + u64(3, 258)), (9, s(15, 'o258-5-0') + s(16, 'd/f')),
+        (15, s(15, 'd/f') + u64(18, 0) + tlv(19, b'hello\n' * 1000)),
+        (13, s(15, 'd/f') + s(13, 'user.x') + tlv(14, b'1')),
+        (18, s(15, 'd/f') + u64(5, 0o640)),
+        (20, s(15, 'd/f') + ts(11, 100) + ts(10, 200) + ts(9, 300)),
+        (8, s(15, 'o259-5-0') + u64(3, 259) + s(17, 'd/f')), (9, s(15, 'o259-5-0') + s(16, 'l')),
+        (21, b'')]
+inc = [(2, s(15, 'w') + tlv(1, B) + u64(2, 6) + tlv(20, A) + u64(21, 5)),
+       (10, s(15, 'd/h') + s(17, 'd/f')),
+       (15, s(15, 'd/f') + u64(18, 6000) + tlv(19, b'more')),
+       (11, s(15, 'l')),
+       (21, b'')]
+open(sys.argv[1], 'wb').write(stream(full) + stream(inc))
+PY
+}
+mkvalid "$T/ok.st"
+img="$T/r.img"
+"$BTRSIM" mkfs --size 256M -f "$img" >/dev/null
+run apply 0 "$BTRSIM" receive -f "$T/ok.st" "$img" /
+err_has '^At subvol v$'; out_has '^At snapshot w$'; done_check
+run apply-read 0 "$BTRSIM" cat "$img" /w/d/f
+[ "$(wc -c <"$OUT")" -eq 6004 ] || fail "size $(wc -c <"$OUT")"
+tail -c 4 "$OUT" | grep -q more || fail "no 'more' at the end"
+done_check
+run apply-tree 0 "$BTRSIM" manifest -s /v --times "$img"
+out_has '^/d/f f 640 0 0 1 6000 [0-9a-f]+ m:200.000000000 x:user.x=31$'
+out_has '^/l l 777 0 0 1 3 -> d/f '
+done_check
+run apply-show 0 "$BTRSIM" subvolume show "$img" /w
+out_has 'Received UUID:[[:space:]]+22222222-2222-2222-2222-222222222222'
+out_has 'Flags:[[:space:]]+readonly'
+done_check
+check apply
+"$BTRSIM" mkdir "$img" /e >/dev/null
+run apply-quiet-e 0 "$BTRSIM" receive -q -e -f "$T/ok.st" "$img" /e
+err_empty; out_empty; done_check
+run apply-e-first-only 1 "$BTRSIM" cat "$img" /e/w/d/f
+done_check
+# the same subvolume again: the kernel's EEXIST, nothing changed
+run apply-again 1 "$BTRSIM" receive -q -f "$T/ok.st" "$img" /
+err_has 'offset 17: subvol: /v: file exists'; done_check
+# a stream failing half-way (v1.st clones from a file it never made): the
+# offset, what came before committed, the subvolume writable, not received
+run apply-fails 1 "$BTRSIM" receive -f "$T/v1.st" "$img" /
+err_has "offset [0-9]+: clone: /sub vol/d.ir/f: the source /sub vol/d.ir/g: no such file"; done_check
+run apply-fails-left 0 "$BTRSIM" subvolume show "$img" "/sub vol"
+out_has 'Received UUID:[[:space:]]+-$'; out_has 'Flags:[[:space:]]+-$'; done_check
+check apply-fails
+for b in crc version; do
+	mkstream "$T/bad.st" 1 $b
+	run "apply-bad-$b" 1 "$BTRSIM" receive -f "$T/bad.st" "$img" /
+	err_has 'offset [0-9]+: |send stream version 9'; done_check
+done
+run apply-no-dir 1 "$BTRSIM" receive -f "$T/ok.st" "$img" /nowhere
+err_has '/nowhere: '; done_check
+run apply-not-image 1 "$BTRSIM" receive -f "$T/ok.st" "$T/ok.st" /
+done_check
