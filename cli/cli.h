@@ -51,6 +51,7 @@ extern const struct cli_cmd cli_cmd_lsattr;
 extern const struct cli_cmd cli_cmd_chattr;
 extern const struct cli_cmd cli_cmd_filesystem;
 extern const struct cli_cmd cli_cmd_receive;
+extern const struct cli_cmd cli_cmd_send;
 extern const struct cli_cmd cli_cmd_run;
 extern const struct cli_cmd cli_cmd_gen;
 extern const struct cli_cmd cli_cmd_explore;

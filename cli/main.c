@@ -25,6 +25,7 @@ static const struct cli_cmd *const commands[] = {
 	&cli_cmd_lsattr,
 	&cli_cmd_chattr,
 	&cli_cmd_filesystem,
+	&cli_cmd_send,
 	&cli_cmd_receive,
 	&cli_cmd_run,
 	&cli_cmd_gen,

@@ -85,10 +85,41 @@ int ref_send_time(const struct ref_send_cmd *c, int type, int64_t *sec, uint32_t
 /* A string or data attribute: its bytes (not NUL-terminated). */
 int ref_send_bytes(const struct ref_send_cmd *c, int type, const uint8_t **p, uint32_t *len);
 
-/* ---- Receiving (send_receive.c) ---- */
-
 #include "ref/vfs.h"
 #include <stdbool.h>
+#include <stdio.h>
+
+/* ---- Sending (send_full.c, send_write.c) ---- */
+
+struct ref_send_opts {
+	uint32_t proto; /* the stream's version: 1 (also for 0) or 2 */
+	bool no_data;	/* update_extent commands instead of writes (btrfs send --no-data) */
+	/* Several subvolumes in one stream, as btrfs send A B writes them
+	 * (BTRFS_SEND_FLAG_OMIT_STREAM_HEADER / _OMIT_END_CMD): all but the
+	 * first without the header, all but the last without the end command. */
+	bool omit_header, omit_end;
+};
+
+struct ref_send_stats {
+	uint64_t commands, bytes; /* written, the header included in bytes */
+	uint64_t inodes;	  /* sent, the root directory included */
+	uint64_t data_bytes;	  /* file data in write commands */
+};
+
+/*
+ * Writes a full send stream of subvolume `subvol` (read-only, as the
+ * kernel's send requires) to out, as btrfs send SUBVOL without a parent:
+ * see send_full.c for the order of its commands.  The file system may be
+ * opened read-only.  Returns 0, or -errno with why in err: EPERM for a
+ * writable subvolume (the top level included), ENOENT for one being deleted
+ * or absent, EINVAL for a version other than 1 or 2, EIO when out cannot be
+ * written, or what reading the subvolume met (EUCLEAN, EIO).  st (may be
+ * NULL) counts what was written.
+ */
+int ref_send(ref_fs *fs, uint64_t subvol, const struct ref_send_opts *o, FILE *out,
+	     struct ref_send_stats *st, char *err, size_t errlen);
+
+/* ---- Receiving (send_receive.c) ---- */
 
 struct ref_receive_opts {
 	bool honor_end; /* stop after the first end command (btrfs receive -e) */
