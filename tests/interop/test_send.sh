@@ -1,0 +1,159 @@
+#!/bin/sh
+# btrsim send against the kernel's btrfs: a read-only snapshot the kernel
+# made (directories of higher inode number than their entries, hard links
+# across directories, renames of whole subtrees, xattrs and ACLs, special
+# files, symlinks, sparse, preallocated, compressed, inline and large
+# files, names with spaces and newlines, a nested subvolume) is sent by
+# btrsim from the kernel's own image, protocol 1 and 2; btrfs receive
+# applies each stream on a kernel mount and the received tree equals the
+# snapshot (btrsim manifest --host --times of both), received UUID the
+# snapshot's UUID; btrfs receive --dump reads them; btrsim receive applies
+# them to a ref image with the same tree; --no-data gives update_extent
+# commands; two subvolumes make one stream; a writable subvolume is refused.
+. "$(dirname "$0")/../cli/lib.sh"
+. "$(dirname "$0")/lib.sh"
+
+if ! can_loop_mount; then
+	skip send "$LOOP_WHY"
+	exit 0
+fi
+export TZ=UTC
+MP="$T/mnt"
+mkdir -p "$MP"
+img="$T/k.img"
+truncate -s 512M "$img"
+mkfs.btrfs -q -f "$img" >/dev/null 2>&1
+mount -o loop "$img" "$MP" && MOUNTS="$MP $MOUNTS" || { fail "mount"; exit 0; }
+S=$MP/src
+btrfs subvolume create "$S" >/dev/null
+mkdir -p "$S/a/b/c" "$S/x"
+echo one >"$S/a/f"
+echo two >"$S/x/g"
+mkdir "$S/late" # a directory made after the files moved into it
+mv "$S/a/f" "$S/late/f"
+mv "$S/a" "$S/late/a" # a whole subtree under a newer directory
+ln "$S/late/f" "$S/x/f-link"
+ln "$S/late/f" "$S/late/a/b/c/deep-link"
+mkdir "$S/newest"
+ln "$S/x/g" "$S/newest/g-link"
+printf 'sp ace' >"$S/name with space"
+printf 'nl' >"$S/$(printf 'new\nline')"
+setfattr -n user.k -v value "$S/x/g"
+setfattr -n user.bin -v 0x00ff00 "$S/late"
+setfacl -m u:1234:rwx "$S/x" 2>/dev/null
+setfacl -d -m g:55:r-x "$S/x" 2>/dev/null
+chown 1000:1000 "$S/x/g"
+chmod 4755 "$S/x/g"
+chmod 1777 "$S/late/a"
+ln -s ../late/f "$S/x/sym"
+ln -s "dangling target" "$S/dangle"
+mkfifo "$S/fifo"
+mknod "$S/cdev" c 1 3
+mknod "$S/bdev" b 7 300
+python3 -c "import socket; s=socket.socket(socket.AF_UNIX); s.bind('$S/sock')"
+head -c 5000000 /dev/urandom >"$S/big"
+truncate -s 3M "$S/sparse"
+printf tail >>"$S/sparse"
+dd if=/dev/urandom of="$S/sparse" bs=4096 seek=100 count=3 conv=notrunc 2>/dev/null
+fallocate -l 1M "$S/prealloc"
+printf x | dd of="$S/prealloc" bs=1 seek=5000 conv=notrunc 2>/dev/null
+chattr +c "$S/x" 2>/dev/null
+yes compressible | head -c 400000 >"$S/x/comp"
+: >"$S/empty"
+printf small >"$S/inline"
+touch -d '2001-02-03 04:05:06.789' "$S/inline"
+btrfs subvolume create "$S/nested" >/dev/null
+echo inside >"$S/nested/n"
+rm "$S/x/g" # the first name goes, the later link stays
+btrfs subvolume snapshot -r "$S" "$MP/s1" >/dev/null
+echo changed >>"$S/late/f"
+btrfs subvolume snapshot -r "$S" "$MP/s2" >/dev/null
+"$BTRSIM" manifest --host "$MP/s1" --times >"$T/s1.mf"
+"$BTRSIM" manifest --host "$MP/s2" --times >"$T/s2.mf"
+btrfs subvolume show "$MP/s1" | sed -n 's/^[[:space:]]*UUID:[[:space:]]*//p' >"$T/s1.uuid"
+btrfs send -q -f "$T/kernel.st" "$MP/s1"
+unmount "$MP"
+# the nested subvolume is not sent (its entry is no inode of the snapshot's
+# tree; the kernel's send leaves it out too): no /nested, and the root's
+# size (twice its names' length) 12 smaller
+for s in s1 s2; do
+	grep -v '^/nested' "$T/$s.mf" | awk '$1 == "/" { $7 -= 12 } { print }' >"$T/$s.want"
+done
+
+for p in 1 2; do
+	run "send-proto$p" 0 "$BTRSIM" send --proto $p -f "$T/ref$p.st" "$img" /s1
+	err_has '^At subvol /s1$'
+	done_check
+	NAME="dump-proto$p"
+	btrfs receive --dump -f "$T/ref$p.st" >"$T/dump$p" 2>&1 || fail "btrfs receive --dump: $(tail -2 "$T/dump$p")"
+	head -1 "$T/dump$p" | grep -q "^subvol  *./s1  *uuid=$(cat "$T/s1.uuid") " || fail "first line: $(head -1 "$T/dump$p")"
+	done_check
+	NAME="progs-receive-proto$p"
+	kimg="$T/r$p.img"
+	truncate -s 512M "$kimg"
+	mkfs.btrfs -q -f "$kimg" >/dev/null 2>&1
+	if mount -o loop "$kimg" "$MP" 2>"$T/m.err"; then
+		MOUNTS="$MP $MOUNTS"
+		btrfs receive -q -f "$T/ref$p.st" "$MP" 2>"$T/recv.err" || fail "btrfs receive: $(head -3 "$T/recv.err")"
+		"$BTRSIM" manifest --host "$MP/s1" --times >"$T/got.mf"
+		cmp -s "$T/got.mf" "$T/s1.want" || fail "differs: $(diff "$T/s1.want" "$T/got.mf" | head -6 | tr '\n' '|')"
+		btrfs subvolume show "$MP/s1" | grep -q "Received UUID:[[:space:]]*$(cat "$T/s1.uuid")" ||
+			fail "received uuid is not the snapshot's"
+		unmount "$MP"
+	else
+		fail "mount: $(head -c 200 "$T/m.err")"
+	fi
+	done_check
+done
+printf 'stream sizes: btrsim proto 1 %s, proto 2 %s, kernel proto 1 %s bytes (the kernel sends clones for shared extents, btrsim their bytes)\n' \
+	"$(wc -c <"$T/ref1.st")" "$(wc -c <"$T/ref2.st")" "$(wc -c <"$T/kernel.st")"
+
+# ref applies its own stream and the kernel's alike
+for st in ref1 kernel; do
+	rimg="$T/$st-ref.img"
+	"$BTRSIM" mkfs --size 512M -f "$rimg" >/dev/null
+	run "btrsim-receive-$st" 0 "$BTRSIM" receive -q -f "$T/$st.st" "$rimg" /
+	done_check
+	run "btrsim-receive-$st-tree" 0 "$BTRSIM" manifest -s /s1 --times "$rimg"
+	cmp -s "$OUT" "$T/s1.want" || fail "differs: $(diff "$T/s1.want" "$OUT" | head -6 | tr '\n' '|')"
+	done_check
+	img=$rimg check "btrsim-receive-$st"
+done
+
+# --no-data: the same commands, update_extent for the data
+run send-no-data 0 "$BTRSIM" send -q --no-data -f "$T/nd.st" "$img" /s1
+done_check
+NAME=no-data-dump
+btrfs receive --dump -f "$T/nd.st" >"$T/nd.dump" 2>&1 || fail "btrfs receive --dump failed"
+grep -q '^update_extent  *./s1/big  *offset=0 len=5000000$' "$T/nd.dump" || fail "no update_extent of big"
+grep -q '^write ' "$T/nd.dump" && fail "a write in a --no-data stream"
+done_check
+
+# two subvolumes, one stream (one end command), received whole by both
+run send-two 0 "$BTRSIM" send -q -f "$T/two.st" "$img" /s1 /s2
+done_check
+NAME=two-progs-receive
+kimg="$T/two.img"
+truncate -s 512M "$kimg"
+mkfs.btrfs -q -f "$kimg" >/dev/null 2>&1
+if mount -o loop "$kimg" "$MP" 2>"$T/m.err"; then
+	MOUNTS="$MP $MOUNTS"
+	btrfs receive -q -f "$T/two.st" "$MP" 2>"$T/recv.err" || fail "btrfs receive: $(head -3 "$T/recv.err")"
+	"$BTRSIM" manifest --host "$MP/s2" --times >"$T/got.mf"
+	cmp -s "$T/got.mf" "$T/s2.want" || fail "s2 differs: $(diff "$T/s2.want" "$T/got.mf" | head -4 | tr '\n' '|')"
+	unmount "$MP"
+else
+	fail "mount: $(head -c 200 "$T/m.err")"
+fi
+[ "$(btrfs receive --dump -f "$T/two.st" | grep -c '^subvol ')" -eq 2 ] || fail "not two subvol commands"
+done_check
+
+# refused: a writable subvolume, a directory that is no subvolume, no SUBVOL
+run send-writable 1 "$BTRSIM" send -q -f "$T/w.st" "$img" /src
+err_has '/src: subvolume src is not read-only'; done_check
+run send-not-subvol 1 "$BTRSIM" send -q -f "$T/w.st" "$img" /s1/x
+err_has '/s1/x: not a subvolume'; done_check
+run send-usage 2 "$BTRSIM" send -f "$T/w.st" "$img"
+done_check
+run send-bad-proto 2 "$BTRSIM" send --proto 3 -f "$T/w.st" "$img" /s1
+done_check
