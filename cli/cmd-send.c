@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 static const char usage_text[] =
-	"usage: btrsim send [-f OUTFILE] [--proto 1|2] [--no-data] [-q] IMG... SUBVOL...\n"
+	"usage: btrsim send [-p PARENT] [-f OUTFILE] [--proto 1|2] [--no-data] [-q] IMG... SUBVOL...\n"
 	"\n"
 	"Write a send stream of each read-only subvolume SUBVOL (a path from the top\n"
 	"level of the file system on the images, the disks of one volume) to OUTFILE\n"
@@ -26,9 +26,14 @@ static const char usage_text[] =
 	"subvolume's tree, inode by inode, each made under its orphan name and\n"
 	"renamed into place, its xattrs, data, owner, mode and times.  Several\n"
 	"subvolumes make one stream, as btrfs send writes them.  'btrfs receive' and\n"
-	"'btrsim receive' apply it.  Incremental streams (-p, -c) and encoded writes\n"
-	"(--compressed-data) are not here yet.\n"
+	"'btrsim receive' apply it.  With -p, an incremental stream: what changed\n"
+	"since PARENT (a read-only snapshot the receiving side has, found there by\n"
+	"its UUID): inodes made, removed, renamed and moved, data ranges whose\n"
+	"extents differ, xattrs, sizes, owners, modes, times.  Clone sources (-c)\n"
+	"and encoded writes (--compressed-data) are not here yet: shared extents are\n"
+	"sent as their bytes.\n"
 	"\n"
+	"  -p PARENT      send the difference against the read-only subvolume PARENT\n"
 	"  -f FILE        write the stream to FILE (default: standard output, which\n"
 	"                 must not be a terminal)\n"
 	"  --proto N      the stream's version: 1 (the default) or 2\n"
@@ -54,9 +59,11 @@ static int cmd_send(int argc, char **argv)
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":f:qh", opts, NULL)) != -1) {
+	const char *parent = NULL;
+	while ((c = getopt_long(argc, argv, ":f:p:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f': file = optarg; break;
+		case 'p': parent = optarg; break;
 		case 'P':
 			if (strcmp(optarg, "1") && strcmp(optarg, "2"))
 				return cli_usage_error(&cli_cmd_send, "--proto %s: 1 or 2", optarg);
@@ -89,6 +96,14 @@ static int cmd_send(int argc, char **argv)
 		rc = cli_fail(&cli_cmd_send, "%s: %s", file, strerror(errno));
 		goto done;
 	}
+	if (parent) {
+		int r = cli_subvol_at(fs, parent, &so.parent);
+		if (r) {
+			rc = cli_fail(&cli_cmd_send, "-p %s: %s", parent,
+				      r == -EINVAL ? "not a subvolume" : ref_error(fs));
+			goto close;
+		}
+	}
 	for (int i = optind + nimg; !rc && i < argc; i++) {
 		uint64_t id;
 		int r = cli_subvol_at(fs, argv[i], &id);
@@ -105,6 +120,7 @@ static int cmd_send(int argc, char **argv)
 		if ((r = ref_send(fs, id, &so, out, NULL, err, sizeof(err))))
 			rc = cli_fail(&cli_cmd_send, "%s: %s", argv[i], err);
 	}
+close:
 	if (out != stdout && fclose(out) && !rc)
 		rc = cli_fail(&cli_cmd_send, "%s: %s", file, strerror(errno));
 	else if (out == stdout && fflush(stdout) && !rc)

@@ -94,6 +94,7 @@ int ref_send_bytes(const struct ref_send_cmd *c, int type, const uint8_t **p, ui
 struct ref_send_opts {
 	uint32_t proto; /* the stream's version: 1 (also for 0) or 2 */
 	bool no_data;	/* update_extent commands instead of writes (btrfs send --no-data) */
+	uint64_t parent; /* an incremental stream against this read-only subvolume (btrfs send -p); 0: full */
 	/* Several subvolumes in one stream, as btrfs send A B writes them
 	 * (BTRFS_SEND_FLAG_OMIT_STREAM_HEADER / _OMIT_END_CMD): all but the
 	 * first without the header, all but the last without the end command. */

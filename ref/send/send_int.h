@@ -35,4 +35,80 @@ void sw_data(struct sw *w, const void *d, size_t len);
 int sw_end(struct sw *w);
 void sw_free(struct sw *w);
 
+/* ---- The sender (send_full.c, send_incr.c) ---- */
+
+/* A name: the directory's inode number and the name in it. */
+struct sref {
+	uint64_t parent;
+	char *name;
+};
+
+/* An inode of a sent subvolume: what its tree says (refs: its names, in key
+ * order), and where it is on the receiving side as the commands so far left
+ * it (cur: cur[0] is the path commands name it by; none yet: not made). */
+struct sinode {
+	uint64_t ino, gen;
+	uint32_t mode;
+	struct sref *refs;
+	size_t nrefs;
+	struct sref *cur;
+	size_t ncur;
+	bool done; /* its own commands sent (incremental: compared) */
+};
+
+/* Every inode of one subvolume, by number, ascending. */
+struct stable {
+	struct sinode *in;
+	size_t n, cap;
+};
+
+struct sender {
+	ref_fs *fs;
+	uint64_t subvol, parent; /* parent: 0 for a full stream */
+	const struct ref_send_opts *o;
+	struct ref_send_stats *st;
+	struct sw w;
+	struct stable t;  /* the subvolume sent */
+	struct stable pt; /* the parent's (incremental) */
+	char *err;
+	size_t errlen;
+};
+
+int send_fail(struct sender *s, int e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Reads every inode of subvolume id and its names into t. */
+int send_collect(struct sender *s, uint64_t id, struct stable *t);
+void send_table_free(struct stable *t);
+struct sinode *send_find(const struct stable *t, uint64_t ino);
+/* The inode with that number on the receiving side now (the sent
+ * subvolume's, or the parent's not yet removed). */
+struct sinode *send_live(struct sender *s, uint64_t ino);
+/* Its path on the receiving side now ("" for the root). */
+int send_cur_path(struct sender *s, uint64_t ino, char *out, size_t cap);
+/* "o<ino>-<gen>-0": the orphan name of an inode. */
+void send_orphan_name(const struct sinode *i, char *out, size_t cap);
+/* Commands that move names, the receiving side's names following. */
+int send_rename(struct sender *s, struct sinode *i, uint64_t parent, const char *name);
+int send_link(struct sender *s, struct sinode *i, uint64_t parent, const char *name);
+int send_unlink(struct sender *s, struct sinode *i, size_t k);
+int send_rmdir(struct sender *s, struct sinode *i);
+/* Makes inode i of the sent subvolume under its orphan name. */
+int send_create(struct sender *s, struct sinode *i);
+/* Gives i (new, or moved out under its orphan name) its names: the first by
+ * a rename, the others as links; directories of the names made first when
+ * they are not there yet. */
+int send_place(struct sender *s, struct sinode *i);
+int send_end_cmd(struct sender *s);
+int send_utimes(struct sender *s, const char *path, const struct ref_stat *st);
+/* chown, chmod (not for a symlink) and, unless a directory, utimes. */
+int send_owner_mode_times(struct sender *s, const char *path, const struct ref_stat *st);
+/* data commands for [from, to) of a regular file: writes (update_extent
+ * with no_data) of what it holds. */
+int send_range(struct sender *s, const struct ref_ino *ino, const char *path, uint64_t from,
+	       uint64_t to);
+/* A new inode's xattrs, data (a truncate past the last of it), owner, mode
+ * and (but for a directory) times. */
+int send_finish_new(struct sender *s, uint64_t ino);
+/* The incremental stream's body (send_incr.c). */
+int send_incremental(struct sender *s);
+
 #endif
