@@ -213,6 +213,15 @@ static int path_in(struct sender *s, uint64_t dir, const char *name, char *out, 
 	return r;
 }
 
+/* A directory an entry goes into or out of on the receiving side: its times
+ * change there, so the stream sets them again at its end (dir_times). */
+static void touch(struct sender *s, uint64_t dir)
+{
+	struct sinode *d = send_find(&s->t, dir);
+	if (d)
+		d->done = true;
+}
+
 int send_end_cmd(struct sender *s)
 {
 	int r = sw_end(&s->w);
@@ -231,6 +240,8 @@ int send_rename(struct sender *s, struct sinode *i, uint64_t parent, const char 
 	char *nm = strdup(name);
 	if (!nm)
 		return send_fail(s, ENOMEM, "out of memory");
+	touch(s, i->cur[0].parent);
+	touch(s, parent);
 	free(i->cur[0].name);
 	i->cur[0] = (struct sref){ parent, nm };
 	return send_end_cmd(s);
@@ -247,6 +258,7 @@ int send_link(struct sender *s, struct sinode *i, uint64_t parent, const char *n
 	sw_str(&s->w, REF_SEND_A_PATH_LINK, from);
 	if (add_name(&i->cur, &i->ncur, parent, name, strlen(name)))
 		return send_fail(s, ENOMEM, "out of memory");
+	touch(s, parent);
 	return send_end_cmd(s);
 }
 
@@ -256,6 +268,7 @@ static int drop_name(struct sender *s, struct sinode *i, size_t k, char *path)
 	int r = path_in(s, i->cur[k].parent, i->cur[k].name, path, PATH_CAP);
 	if (r)
 		return r;
+	touch(s, i->cur[k].parent);
 	free(i->cur[k].name);
 	memmove(&i->cur[k], &i->cur[k + 1], (i->ncur - k - 1) * sizeof(*i->cur));
 	i->ncur--;
@@ -323,10 +336,11 @@ int send_create(struct sender *s, struct sinode *i)
 	}
 	if (add_name(&i->cur, &i->ncur, BTRFS_FIRST_FREE_OBJECTID, p, strlen(p)))
 		return send_fail(s, ENOMEM, "out of memory");
+	touch(s, BTRFS_FIRST_FREE_OBJECTID);
 	return send_end_cmd(s);
 }
 
-int send_place(struct sender *s, struct sinode *i)
+int send_make_dirs(struct sender *s, struct sinode *i)
 {
 	int r;
 	for (size_t k = 0; k < i->nrefs; k++) {
@@ -338,6 +352,14 @@ int send_place(struct sender *s, struct sinode *i)
 		if (d && dnr != BTRFS_FIRST_FREE_OBJECTID && !d->ncur && (r = send_create(s, d)))
 			return r;
 	}
+	return 0;
+}
+
+int send_place(struct sender *s, struct sinode *i)
+{
+	int r = send_make_dirs(s, i);
+	if (r)
+		return r;
 	if (!i->ncur && (r = send_create(s, i)))
 		return r;
 	for (size_t k = 0; k < i->nrefs; k++) {

@@ -76,15 +76,6 @@ static bool kept(const struct sender *s, const struct sinode *p)
 	return t && t->gen == p->gen && (t->mode & S_IFMT) == (p->mode & S_IFMT);
 }
 
-/* Marks the directory an entry was added to or removed from: its times are
- * sent at the end. */
-static void touch_dir(struct sender *s, uint64_t dir)
-{
-	struct sinode *d = send_find(&s->t, dir);
-	if (d)
-		d->done = true;
-}
-
 /* Pass 1 for one inode on the receiving side (i: its model, names: what it
  * is to have; none for a deleted one). */
 static int names_go(struct sender *s, struct sinode *i, const struct sref *names, size_t n)
@@ -98,20 +89,15 @@ static int names_go(struct sender *s, struct sinode *i, const struct sref *names
 		send_orphan_name(i, orphan, sizeof(orphan));
 		bool at_orphan = i->cur[0].parent == BTRFS_FIRST_FREE_OBJECTID &&
 				 !strcmp(i->cur[0].name, orphan);
-		touch_dir(s, i->cur[0].parent);
 		if (!at_orphan && (r = send_rename(s, i, BTRFS_FIRST_FREE_OBJECTID, orphan)))
 			return r;
-		for (size_t k = i->ncur; !r && k-- > 1;) {
-			touch_dir(s, i->cur[k].parent);
+		for (size_t k = i->ncur; !r && k-- > 1;)
 			r = send_unlink(s, i, k);
-		}
 		return r;
 	}
 	for (size_t k = i->ncur; !r && k-- > 0;) {
-		if (has_name(names, n, &i->cur[k]))
-			continue;
-		touch_dir(s, i->cur[k].parent);
-		r = send_unlink(s, i, k);
+		if (!has_name(names, n, &i->cur[k]))
+			r = send_unlink(s, i, k);
 	}
 	return r;
 }
@@ -462,6 +448,7 @@ int send_incremental(struct sender *s)
 			if ((r = send_place(s, t)))
 				break;
 		} else {
+			r = send_make_dirs(s, t);
 			for (size_t j = 0; !r && j < t->nrefs; j++) {
 				if (has_name(t->cur, t->ncur, &t->refs[j]))
 					continue;
@@ -469,8 +456,6 @@ int send_incremental(struct sender *s)
 				r = send_link(s, t, t->refs[j].parent, t->refs[j].name);
 			}
 		}
-		for (size_t j = 0; j < t->nrefs && (moved || !is_kept); j++)
-			touch_dir(s, t->refs[j].parent);
 		if (!r)
 			r = is_kept ? update_kept(s, t, moved) : send_finish_new(s, t->ino);
 		if (!is_kept && S_ISDIR(t->mode))

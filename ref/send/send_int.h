@@ -93,6 +93,9 @@ int send_unlink(struct sender *s, struct sinode *i, size_t k);
 int send_rmdir(struct sender *s, struct sinode *i);
 /* Makes inode i of the sent subvolume under its orphan name. */
 int send_create(struct sender *s, struct sinode *i);
+/* The directories of i's names made (under their orphan names) where they
+ * are not there yet: the kernel's out-of-order directory creation. */
+int send_make_dirs(struct sender *s, struct sinode *i);
 /* Gives i (new, or moved out under its orphan name) its names: the first by
  * a rename, the others as links; directories of the names made first when
  * they are not there yet. */

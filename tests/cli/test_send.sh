@@ -71,6 +71,38 @@ run two-tree 0 "$BTRSIM" manifest -s /s2 --times "$r"
 cmp -s "$OUT" "$T/s2.mf" || fail "differs: $(diff "$T/s2.mf" "$OUT" | head -6 | tr '\n' '|')"
 done_check
 
+# incremental: s2 on the received s1, then s3 (a rename, a move into a new
+# directory, a removal, a new link, a truncate, a name of another type) on s2
+B=$BTRSIM
+$B mv "$img" /vol/z /vol/late/z-moved >/dev/null && $B mkdir "$img" /vol/newdir >/dev/null &&
+	$B mv "$img" /vol/late/d /vol/newdir/d >/dev/null && $B rm "$img" /vol/sparse >/dev/null &&
+	$B mkdir "$img" /vol/sparse >/dev/null && $B ln "$img" /vol/big /vol/newdir/big-link >/dev/null &&
+	$B truncate -s 1000 "$img" /vol/big >/dev/null || fail "set-up of s3"
+$B subvolume snapshot -r "$img" /vol /s3 >/dev/null
+$B manifest -s /s3 --times "$img" >"$T/s3.mf"
+run send-inc 0 "$B" send -q -p /s1 -f "$T/i2.st" "$img" /s2
+done_check
+run send-inc3 0 "$B" send -q --proto 2 -p /s2 -f "$T/i3.st" "$img" /s3
+done_check
+run inc-dump 0 "$B" receive --dump -f "$T/i3.st"
+out_has '^snapshot        ./s3 '; out_has '^rename '; out_has '^link '; out_has '^truncate '
+done_check
+run receive-inc 0 "$B" receive -q -f "$T/i2.st" "$T/r1.img" /
+done_check
+run receive-inc3 0 "$B" receive -q -f "$T/i3.st" "$T/r1.img" /
+done_check
+for i in 2 3; do
+	run "inc-tree-s$i" 0 "$B" manifest -s /s$i --times "$T/r1.img"
+	cmp -s "$OUT" "$T/s$i.mf" || fail "differs: $(diff "$T/s$i.mf" "$OUT" | head -6 | tr '\n' '|')"
+	done_check
+done
+img="$T/r1.img" check incremental
+# a parent the receiving side lacks: the snapshot command finds none
+r="$T/lonely.img"
+"$B" mkfs --size 256M -f "$r" >/dev/null
+run receive-inc-no-parent 1 "$B" receive -q -f "$T/i3.st" "$r" /
+err_has 'offset 17: snapshot: cannot find the parent subvolume'; done_check
+
 run no-data 0 "$BTRSIM" send -q --no-data -f "$T/nd.st" "$img" /s1
 done_check
 run no-data-dump 0 "$BTRSIM" receive --dump -f "$T/nd.st"
@@ -87,7 +119,7 @@ err_has '/s1/late: not a subvolume'; done_check
 run missing 1 "$BTRSIM" send -q -f "$T/w.st" "$img" /nope
 err_has '/nope: '; done_check
 run bad-proto 2 "$BTRSIM" send --proto 3 -f "$T/w.st" "$img" /s1
-err_has -- '--proto 3: 1 or 2'; done_check
+err_has '--proto 3: 1 or 2'; done_check
 run no-subvol 2 "$BTRSIM" send -f "$T/w.st" "$img"
 err_has 'needs at least one image and one SUBVOL'; done_check
 run unwritable 1 "$BTRSIM" send -q -f "$T/no/such/dir/x.st" "$img" /s1

@@ -66,8 +66,42 @@ btrfs subvolume create "$S/nested" >/dev/null
 echo inside >"$S/nested/n"
 rm "$S/x/g" # the first name goes, the later link stays
 btrfs subvolume snapshot -r "$S" "$MP/s1" >/dev/null
-echo changed >>"$S/late/f"
+# s2: every kind of change an incremental stream carries
+mv "$S/late" "$S/x/late-moved"           # a subtree moves under another directory
+mv "$S/x/late-moved/a/b" "$S/b-top"      # and part of it back up
+mkdir "$S/swap1" "$S/swap2"
+rm -r "$S/newest"                        # a directory deleted, a link with it
+mv "$S/inline" "$S/tmp" && mv "$S/empty" "$S/inline" && mv "$S/tmp" "$S/empty" # names swapped
+ln "$S/x/f-link" "$S/new-link"           # a link added
+rm "$S/x/late-moved/a/b/c/deep-link" 2>/dev/null || rm "$S/b-top/c/deep-link"
+setfattr -x user.k "$S/x/g-link" 2>/dev/null || true
+setfattr -n user.bin -v 0x01 "$S/x/late-moved"
+setfattr -n user.new -v new "$S/big"
+dd if=/dev/urandom of="$S/big" bs=4096 seek=300 count=5 conv=notrunc 2>/dev/null
+fallocate -p -o 8192 -l 16384 "$S/big"
+truncate -s 1000 "$S/sparse"
+chmod 700 "$S/x/comp"
+chown 7:8 "$S/fifo"
+rm "$S/cdev" && mkdir "$S/cdev" && echo now-a-dir >"$S/cdev/in" # a name changes type
+rm "$S/dangle" && echo now-a-file >"$S/dangle"
+mkdir -p "$S/new/deep/er" && echo n >"$S/new/deep/er/n"
+mv "$S/b-top" "$S/new/deep/b"            # into a directory newer than itself
+echo changed >>"$S/x/f-link"
 btrfs subvolume snapshot -r "$S" "$MP/s2" >/dev/null
+# s3..s10: a chain of snapshots, each a little changed
+prev=""
+for i in 3 4 5 6 7 8 9 10; do
+	mkdir "$S/gen$i"
+	echo "$i" >"$S/gen$i/file"
+	[ -n "$prev" ] && mv "$S/gen$prev" "$S/gen$i/"
+	printf 'chunk %s' "$i" | dd of="$S/big" bs=1 seek=$((i * 70000)) conv=notrunc 2>/dev/null
+	mv "$S/new" "$S/new$i" 2>/dev/null || mv "$S/new$((i - 1))" "$S/new$i"
+	touch -d "2020-01-0$((i % 9 + 1)) 00:00:00" "$S/x"
+	btrfs subvolume snapshot -r "$S" "$MP/s$i" >/dev/null
+	prev=$i
+done
+for i in 3 4 5 6 7 8 9 10; do "$BTRSIM" manifest --host "$MP/s$i" --times >"$T/s$i.mf"; done
+btrfs send -q -p "$MP/s1" -f "$T/kernel-inc.st" "$MP/s2"
 "$BTRSIM" manifest --host "$MP/s1" --times >"$T/s1.mf"
 "$BTRSIM" manifest --host "$MP/s2" --times >"$T/s2.mf"
 btrfs subvolume show "$MP/s1" | sed -n 's/^[[:space:]]*UUID:[[:space:]]*//p' >"$T/s1.uuid"
@@ -76,7 +110,7 @@ unmount "$MP"
 # the nested subvolume is not sent (its entry is no inode of the snapshot's
 # tree; the kernel's send leaves it out too): no /nested, and the root's
 # size (twice its names' length) 12 smaller
-for s in s1 s2; do
+for s in s1 s2 s3 s4 s5 s6 s7 s8 s9 s10; do
 	grep -v '^/nested' "$T/$s.mf" | awk '$1 == "/" { $7 -= 12 } { print }' >"$T/$s.want"
 done
 
@@ -119,6 +153,62 @@ for st in ref1 kernel; do
 	done_check
 	img=$rimg check "btrsim-receive-$st"
 done
+
+# Incremental: s1 to s2 on top of a received s1, then the chain s2 to s10,
+# each on the one before; btrfs receive on the kernel and btrsim receive on
+# a ref image rebuild every snapshot
+run send-inc 0 "$BTRSIM" send -q -p /s1 -f "$T/inc.st" "$img" /s2
+done_check
+prev=2
+for i in 3 4 5 6 7 8 9 10; do
+	run "send-inc-s$i" 0 "$BTRSIM" send -q --proto $((i % 2 + 1)) -p /s$prev -f "$T/inc$i.st" "$img" /s$i
+	done_check
+	prev=$i
+done
+printf 'incremental s1 to s2: btrsim %s bytes, the kernel %s\n' "$(wc -c <"$T/inc.st")" "$(wc -c <"$T/kernel-inc.st")"
+NAME=progs-receive-incremental
+kimg="$T/inc.img"
+truncate -s 512M "$kimg"
+mkfs.btrfs -q -f "$kimg" >/dev/null 2>&1
+if mount -o loop "$kimg" "$MP" 2>"$T/m.err"; then
+	MOUNTS="$MP $MOUNTS"
+	btrfs receive -q -f "$T/ref1.st" "$MP" && btrfs receive -q -f "$T/inc.st" "$MP" 2>"$T/recv.err" ||
+		fail "btrfs receive: $(head -3 "$T/recv.err")"
+	for i in 3 4 5 6 7 8 9 10; do
+		btrfs receive -q -f "$T/inc$i.st" "$MP" 2>"$T/recv.err" || fail "btrfs receive s$i: $(head -3 "$T/recv.err")"
+	done
+	for i in 2 3 4 5 6 7 8 9 10; do
+		"$BTRSIM" manifest --host "$MP/s$i" --times >"$T/got.mf"
+		cmp -s "$T/got.mf" "$T/s$i.want" || fail "s$i differs: $(diff "$T/s$i.want" "$T/got.mf" | head -6 | tr '\n' '|')"
+	done
+	btrfs subvolume show "$MP/s2" | grep -q 'Flags:[[:space:]]*readonly' || fail "s2 is not read-only"
+	unmount "$MP"
+else
+	fail "mount: $(head -c 200 "$T/m.err")"
+fi
+done_check
+NAME=btrsim-receive-incremental
+rimg="$T/inc-ref.img"
+"$BTRSIM" mkfs --size 512M -f "$rimg" >/dev/null
+for st in ref1 inc inc3 inc4 inc5 inc6 inc7 inc8 inc9 inc10; do
+	"$BTRSIM" receive -q -f "$T/$st.st" "$rimg" / 2>"$T/recv.err" || fail "$st: $(head -3 "$T/recv.err")"
+done
+for i in 2 3 4 5 6 7 8 9 10; do
+	"$BTRSIM" manifest -s /s$i --times "$rimg" >"$T/got.mf"
+	cmp -s "$T/got.mf" "$T/s$i.want" || fail "s$i differs: $(diff "$T/s$i.want" "$T/got.mf" | head -6 | tr '\n' '|')"
+done
+done_check
+img=$rimg check btrsim-receive-incremental
+# the kernel's incremental stream, applied by btrsim on its own s1
+NAME=btrsim-receive-kernel-incremental
+"$BTRSIM" receive -q -f "$T/kernel-inc.st" "$T/kernel-ref.img" / 2>"$T/recv.err" || fail "$(head -3 "$T/recv.err")"
+"$BTRSIM" manifest -s /s2 --times "$T/kernel-ref.img" >"$T/got.mf"
+cmp -s "$T/got.mf" "$T/s2.want" || fail "differs: $(diff "$T/s2.want" "$T/got.mf" | head -6 | tr '\n' '|')"
+done_check
+run send-inc-parent-writable 1 "$BTRSIM" send -q -p /src -f "$T/w.st" "$img" /s2
+err_has 'subvolume src is not read-only'; done_check
+run send-inc-parent-missing 1 "$BTRSIM" send -q -p /nope -f "$T/w.st" "$img" /s2
+err_has '-p /nope: '; done_check
 
 # --no-data: the same commands, update_extent for the data
 run send-no-data 0 "$BTRSIM" send -q --no-data -f "$T/nd.st" "$img" /s1
