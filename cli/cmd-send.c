@@ -18,7 +18,8 @@
 #include <unistd.h>
 
 static const char usage_text[] =
-	"usage: btrsim send [-p PARENT] [-f OUTFILE] [--proto 1|2] [--no-data] [-q] IMG... SUBVOL...\n"
+	"usage: btrsim send [-p PARENT] [-c CLONE_SRC]... [-f OUTFILE] [--proto 1|2] [--no-data] [-q]\n"
+	"                   IMG... SUBVOL...\n"
 	"\n"
 	"Write a send stream of each read-only subvolume SUBVOL (a path from the top\n"
 	"level of the file system on the images, the disks of one volume) to OUTFILE\n"
@@ -29,11 +30,17 @@ static const char usage_text[] =
 	"'btrsim receive' apply it.  With -p, an incremental stream: what changed\n"
 	"since PARENT (a read-only snapshot the receiving side has, found there by\n"
 	"its UUID): inodes made, removed, renamed and moved, data ranges whose\n"
-	"extents differ, xattrs, sizes, owners, modes, times.  Clone sources (-c)\n"
-	"and encoded writes (--compressed-data) are not here yet: shared extents are\n"
-	"sent as their bytes.\n"
+	"extents differ, xattrs, sizes, owners, modes, times.  Data whose extents a\n"
+	"file the receiving side has shares (in the parent, a clone source, or a\n"
+	"file the stream already made) is sent as a clone of it.  With -c and no -p,\n"
+	"the parent is chosen as btrfs send chooses it (the clone source the\n"
+	"subvolume was snapshotted from, else the one snapshotted from the same\n"
+	"subvolume nearest in ctransid), and each subvolume sent becomes a clone\n"
+	"source of the next.  Encoded writes (--compressed-data) are not here yet.\n"
 	"\n"
 	"  -p PARENT      send the difference against the read-only subvolume PARENT\n"
+	"  -c CLONE_SRC   a read-only subvolume the receiving side has, whose extents\n"
+	"                 may be cloned (repeatable)\n"
 	"  -f FILE        write the stream to FILE (default: standard output, which\n"
 	"                 must not be a terminal)\n"
 	"  --proto N      the stream's version: 1 (the default) or 2\n"
@@ -45,6 +52,54 @@ static const char usage_text[] =
 	"the stream cannot be written; 2 for bad usage.\n";
 
 const struct cli_cmd cli_cmd_send;
+
+/* The subvolume whose UUID is uuid: 0 and *id, or -ENOENT. */
+static int by_uuid(ref_fs *fs, const uint8_t uuid[16], uint64_t *id)
+{
+	static const uint8_t zero[16];
+	uint64_t *ids;
+	size_t n;
+	if (!memcmp(uuid, zero, 16) || ref_subvol_ids(fs, &ids, &n))
+		return -ENOENT;
+	int r = -ENOENT;
+	for (size_t k = 0; k < n && r; k++) {
+		struct ref_subvol_info si;
+		if (!ref_subvol_info(fs, ids[k], &si) && !memcmp(si.uuid, uuid, 16)) {
+			*id = ids[k];
+			r = 0;
+		}
+	}
+	free(ids);
+	return r;
+}
+
+/* btrfs send's parent for SUBVOL when -c is given without -p
+ * (find_good_parent): the subvolume it was snapshotted from, when that is
+ * a clone source; else the clone source snapshotted from the same one
+ * whose ctransid is nearest to that one's.  -ENOENT when there is none. */
+static int good_parent(ref_fs *fs, uint64_t id, const uint64_t *src, size_t n, uint64_t *out)
+{
+	struct ref_subvol_info si, pi, ci;
+	uint64_t pid;
+	if (ref_subvol_info(fs, id, &si) || by_uuid(fs, si.parent_uuid, &pid) ||
+	    ref_subvol_info(fs, pid, &pi))
+		return -ENOENT;
+	for (size_t k = 0; k < n; k++)
+		if (src[k] == pid)
+			return *out = pid, 0;
+	uint64_t best_diff = UINT64_MAX;
+	for (size_t k = 0; k < n; k++) {
+		if (ref_subvol_info(fs, src[k], &ci) || memcmp(ci.parent_uuid, si.parent_uuid, 16))
+			continue;
+		uint64_t diff = ci.ctransid > pi.ctransid ? ci.ctransid - pi.ctransid
+							  : pi.ctransid - ci.ctransid;
+		if (diff < best_diff) {
+			best_diff = diff;
+			*out = src[k];
+		}
+	}
+	return best_diff == UINT64_MAX ? -ENOENT : 0;
+}
 
 static int cmd_send(int argc, char **argv)
 {
@@ -60,10 +115,15 @@ static int cmd_send(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	const char *parent = NULL;
-	while ((c = getopt_long(argc, argv, ":f:p:qh", opts, NULL)) != -1) {
+	char **csrc = calloc((size_t)argc, sizeof(*csrc));
+	size_t ncsrc = 0;
+	if (!csrc)
+		return cli_fail(&cli_cmd_send, "out of memory");
+	while ((c = getopt_long(argc, argv, ":f:p:c:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f': file = optarg; break;
 		case 'p': parent = optarg; break;
+		case 'c': csrc[ncsrc++] = optarg; break;
 		case 'P':
 			if (strcmp(optarg, "1") && strcmp(optarg, "2"))
 				return cli_usage_error(&cli_cmd_send, "--proto %s: 1 or 2", optarg);
@@ -71,26 +131,38 @@ static int cmd_send(int argc, char **argv)
 			break;
 		case 'N': so.no_data = true; break;
 		case 'q': quiet = true; break;
-		case 'h': return cli_help(&cli_cmd_send);
+		case 'h': free(csrc); return cli_help(&cli_cmd_send);
 		case ':':
+			free(csrc);
 			return cli_usage_error(&cli_cmd_send, "option '%s' needs a value", argv[optind - 1]);
 		default:
+			free(csrc);
 			return cli_usage_error(&cli_cmd_send, "unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	int nops = argc - optind;
+	int rc = 0;
 	if (nops < 2)
-		return cli_usage_error(&cli_cmd_send, "needs at least one image and one SUBVOL");
+		rc = cli_usage_error(&cli_cmd_send, "needs at least one image and one SUBVOL");
+	else if (!file && isatty(STDOUT_FILENO))
+		rc = cli_usage_error(&cli_cmd_send,
+				     "not writing a send stream to a terminal: redirect it or give -f");
+	if (rc) {
+		free(csrc);
+		return rc;
+	}
 	int nimg = cli_split_operands(argv + optind, nops);
-	if (!file && isatty(STDOUT_FILENO))
-		return cli_usage_error(&cli_cmd_send,
-				       "not writing a send stream to a terminal: redirect it or give -f");
 	struct ref_open_opts oo = { .super_mirror = -1, .log = stderr };
 	sim_volume *vol;
 	ref_fs *fs;
-	int rc = cli_open_fs(&cli_cmd_send, argv + optind, nimg, &oo, &vol, &fs);
-	if (rc)
-		return rc;
+	uint64_t *srcs = calloc((size_t)argc + ncsrc + 1, sizeof(*srcs));
+	if (!srcs || (rc = cli_open_fs(&cli_cmd_send, argv + optind, nimg, &oo, &vol, &fs))) {
+		free(srcs);
+		free(csrc);
+		return rc ? rc : cli_fail(&cli_cmd_send, "out of memory");
+	}
+	size_t nsrc = 0;
+	bool full = !parent && !ncsrc; /* else each subvolume sent becomes a clone source */
 	FILE *out = file ? fopen(file, "wb") : stdout;
 	if (!out) {
 		rc = cli_fail(&cli_cmd_send, "%s: %s", file, strerror(errno));
@@ -104,6 +176,15 @@ static int cmd_send(int argc, char **argv)
 			goto close;
 		}
 	}
+	for (size_t k = 0; k < ncsrc; k++) {
+		int r = cli_subvol_at(fs, csrc[k], &srcs[nsrc]);
+		if (r) {
+			rc = cli_fail(&cli_cmd_send, "-c %s: %s", csrc[k],
+				      r == -EINVAL ? "not a subvolume" : ref_error(fs));
+			goto close;
+		}
+		nsrc++;
+	}
 	for (int i = optind + nimg; !rc && i < argc; i++) {
 		uint64_t id;
 		int r = cli_subvol_at(fs, argv[i], &id);
@@ -112,13 +193,22 @@ static int cmd_send(int argc, char **argv)
 				      r == -EINVAL ? "not a subvolume" : ref_error(fs));
 			break;
 		}
+		if (!full && !parent && good_parent(fs, id, srcs, nsrc, &so.parent)) {
+			rc = cli_fail(&cli_cmd_send, "%s: parent determination failed (no clone source "
+				      "is its parent or a snapshot of its parent; give -p)", argv[i]);
+			break;
+		}
 		if (!quiet)
 			fprintf(stderr, "At subvol %s\n", argv[i]);
 		so.omit_header = i > optind + nimg;
 		so.omit_end = i < argc - 1;
+		so.clone_src = srcs;
+		so.nclone_src = nsrc;
 		char err[1024];
 		if ((r = ref_send(fs, id, &so, out, NULL, err, sizeof(err))))
 			rc = cli_fail(&cli_cmd_send, "%s: %s", argv[i], err);
+		if (!full)
+			srcs[nsrc++] = id;
 	}
 close:
 	if (out != stdout && fclose(out) && !rc)
@@ -128,6 +218,8 @@ close:
 done:
 	ref_close(fs);
 	sim_volume_close(vol);
+	free(srcs);
+	free(csrc);
 	return rc;
 }
 

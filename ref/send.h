@@ -95,6 +95,10 @@ struct ref_send_opts {
 	uint32_t proto; /* the stream's version: 1 (also for 0) or 2 */
 	bool no_data;	/* update_extent commands instead of writes (btrfs send --no-data) */
 	uint64_t parent; /* an incremental stream against this read-only subvolume (btrfs send -p); 0: full */
+	/* Read-only subvolumes the receiving side has whose extents may be
+	 * cloned (btrfs send -c), besides the parent and the subvolume itself. */
+	const uint64_t *clone_src;
+	size_t nclone_src;
 	/* Several subvolumes in one stream, as btrfs send A B writes them
 	 * (BTRFS_SEND_FLAG_OMIT_STREAM_HEADER / _OMIT_END_CMD): all but the
 	 * first without the header, all but the last without the end command. */
@@ -103,6 +107,7 @@ struct ref_send_opts {
 
 struct ref_send_stats {
 	uint64_t commands, bytes; /* written, the header included in bytes */
+	uint64_t clones, cloned_bytes; /* clone commands and the bytes they share */
 	uint64_t inodes;	  /* sent, the root directory included */
 	uint64_t data_bytes;	  /* file data in write commands */
 };

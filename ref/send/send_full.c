@@ -386,7 +386,7 @@ static int one_xattr(void *ctx, const char *name, size_t nlen, const uint8_t *va
 	return send_end_cmd(x->s);
 }
 
-int send_range(struct sender *s, const struct ref_ino *ino, const char *path, uint64_t from,
+int send_bytes(struct sender *s, const struct ref_ino *ino, const char *path, uint64_t from,
 	       uint64_t to)
 {
 	bool nodata = s->o && s->o->no_data;
@@ -496,6 +496,8 @@ int send_finish_new(struct sender *s, uint64_t ino_nr)
 			if ((r = send_end_cmd(s)))
 				return r;
 		}
+		if ((r = send_clone_add_self(s, ino_nr)))
+			return r;
 	}
 	if (s->st)
 		s->st->inodes++;
@@ -592,7 +594,7 @@ int ref_send(ref_fs *fs, uint64_t subvol, const struct ref_send_opts *o, FILE *o
 	if (r)
 		return send_fail(&s, -r, "writing the stream: %s", strerror(-r));
 	if (!(r = begin(&s)) && !(r = send_collect(&s, subvol, &s.t)) &&
-	    !(s.parent && (r = send_collect(&s, s.parent, &s.pt)))) {
+	    !(s.parent && (r = send_collect(&s, s.parent, &s.pt))) && !(r = send_clone_init(&s))) {
 		struct sinode *root = send_find(&s.t, BTRFS_FIRST_FREE_OBJECTID);
 		if (!root)
 			r = send_fail(&s, EUCLEAN, "subvolume %llu has no root directory",
@@ -610,6 +612,7 @@ int ref_send(ref_fs *fs, uint64_t subvol, const struct ref_send_opts *o, FILE *o
 		st->commands = s.w.commands;
 		st->bytes = s.w.written;
 	}
+	send_clone_free(&s);
 	send_table_free(&s.t);
 	send_table_free(&s.pt);
 	sw_free(&s.w);

@@ -383,6 +383,8 @@ static int update_kept(struct sender *s, struct sinode *i, bool renamed)
 			if ((r = send_end_cmd(s)))
 				return r;
 		}
+		if ((r = send_clone_add_self(s, i->ino)))
+			return r;
 	}
 	if (a.uid != b.uid || a.gid != b.gid) {
 		sw_cmd(&s->w, REF_SEND_C_CHOWN);

@@ -62,6 +62,32 @@ struct stable {
 	size_t n, cap;
 };
 
+/* A subvolume the receiving side has, whose extents a stream may clone:
+ * the parent, a -c source, or (index 0) the subvolume sent itself. */
+struct csrc {
+	uint64_t id;
+	uint8_t uuid[16];
+	uint64_t ctransid;
+	struct stable own;	 /* a -c source's inodes, read for it */
+	const struct stable *tab; /* its inodes: own, the parent's s->pt, or s->t */
+};
+
+/* Where an extent is used: a file's range of a disk extent. */
+struct cuse {
+	uint64_t bytenr, ext_off, num, file_off, ino;
+	uint32_t src;
+	uint32_t next; /* the next in its hash bucket, UINT32_MAX at the end */
+};
+
+struct cindex {
+	struct csrc *src;
+	size_t nsrc;
+	struct cuse *use;
+	size_t nuse, capuse;
+	uint32_t *bucket;
+	size_t nbucket;
+};
+
 struct sender {
 	ref_fs *fs;
 	uint64_t subvol, parent; /* parent: 0 for a full stream */
@@ -70,6 +96,7 @@ struct sender {
 	struct sw w;
 	struct stable t;  /* the subvolume sent */
 	struct stable pt; /* the parent's (incremental) */
+	struct cindex ci; /* clone sources (send_clone.c) */
 	char *err;
 	size_t errlen;
 };
@@ -104,8 +131,23 @@ int send_end_cmd(struct sender *s);
 int send_utimes(struct sender *s, const char *path, const struct ref_stat *st);
 /* chown, chmod (not for a symlink) and, unless a directory, utimes. */
 int send_owner_mode_times(struct sender *s, const char *path, const struct ref_stat *st);
-/* data commands for [from, to) of a regular file: writes (update_extent
+/* Data commands for [from, to) of a regular file: writes (update_extent
  * with no_data) of what it holds. */
+int send_bytes(struct sender *s, const struct ref_ino *ino, const char *path, uint64_t from,
+	       uint64_t to);
+
+/* ---- Clones (send_clone.c) ---- */
+
+/* The clone sources: the sent subvolume, its parent, the -c ones; every
+ * regular extent the sources' files use indexed. */
+int send_clone_init(struct sender *s);
+void send_clone_free(struct sender *s);
+/* A sent file's extents become clone sources once it is whole on the
+ * receiving side. */
+int send_clone_add_self(struct sender *s, uint64_t ino);
+/* Data commands for [from, to) of a regular file: clones of what a source
+ * holds of the same disk extents (at the alignment the kernel's clone
+ * accepts), the rest as send_bytes. */
 int send_range(struct sender *s, const struct ref_ino *ino, const char *path, uint64_t from,
 	       uint64_t to);
 /* A new inode's xattrs, data (a truncate past the last of it), owner, mode

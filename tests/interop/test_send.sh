@@ -62,6 +62,7 @@ yes compressible | head -c 400000 >"$S/x/comp"
 : >"$S/empty"
 printf small >"$S/inline"
 touch -d '2001-02-03 04:05:06.789' "$S/inline"
+cp --reflink=always "$S/big" "$S/x/big-reflink" # shared within the snapshot: a clone
 btrfs subvolume create "$S/nested" >/dev/null
 echo inside >"$S/nested/n"
 rm "$S/x/g" # the first name goes, the later link stays
@@ -139,7 +140,7 @@ for p in 1 2; do
 	fi
 	done_check
 done
-printf 'stream sizes: btrsim proto 1 %s, proto 2 %s, kernel proto 1 %s bytes (the kernel sends clones for shared extents, btrsim their bytes)\n' \
+printf 'stream sizes: btrsim proto 1 %s, proto 2 %s, kernel proto 1 %s bytes\n' \
 	"$(wc -c <"$T/ref1.st")" "$(wc -c <"$T/ref2.st")" "$(wc -c <"$T/kernel.st")"
 
 # ref applies its own stream and the kernel's alike
@@ -247,3 +248,57 @@ run send-usage 2 "$BTRSIM" send -f "$T/w.st" "$img"
 done_check
 run send-bad-proto 2 "$BTRSIM" send --proto 3 -f "$T/w.st" "$img" /s1
 done_check
+
+# Clones: a file shared with the parent (-p) or a clone source (-c, the
+# parent then found as btrfs send finds it), sent as clone commands; btrfs
+# receive shares the extents again and the trees are the same
+NAME=clone-setup
+cimg="$T/c.img"
+truncate -s 512M "$cimg"
+mkfs.btrfs -q -f "$cimg" >/dev/null 2>&1
+if mount -o loop "$cimg" "$MP" 2>"$T/m.err"; then
+	MOUNTS="$MP $MOUNTS"
+	btrfs subvolume create "$MP/src" >/dev/null
+	head -c 1000000 /dev/urandom >"$MP/src/big"
+	btrfs subvolume snapshot -r "$MP/src" "$MP/c1" >/dev/null
+	cp --reflink=always "$MP/c1/big" "$MP/src/big-copy"
+	btrfs subvolume snapshot -r "$MP/src" "$MP/c2" >/dev/null
+	"$BTRSIM" manifest --host "$MP/c2" --times >"$T/c2.mf"
+	btrfs subvolume create "$MP/lone" >/dev/null # no parent: -c alone cannot send it
+	btrfs property set -ts "$MP/lone" ro true
+	unmount "$MP"
+else
+	fail "mount: $(head -c 200 "$T/m.err")"
+fi
+done_check
+run send-c-full 0 "$BTRSIM" send -q -f "$T/c1.st" "$cimg" /c1
+done_check
+run send-c 0 "$BTRSIM" send -q -c /c1 -f "$T/c2.st" "$cimg" /c2
+done_check
+run send-c-dump 0 "$BTRSIM" receive --dump -f "$T/c2.st"
+out_has '^snapshot  *./c2 '
+out_has '^clone  *./c2/big-copy  *offset=0 len=1000000 from=./c2/big clone_offset=0$'
+grep -q '^write ' "$OUT" && fail "data written, not cloned"
+done_check
+NAME=clone-progs-receive
+kimg="$T/cr.img"
+truncate -s 512M "$kimg"
+mkfs.btrfs -q -f "$kimg" >/dev/null 2>&1
+if mount -o loop "$kimg" "$MP" 2>"$T/m.err"; then
+	MOUNTS="$MP $MOUNTS"
+	btrfs receive -q -f "$T/c1.st" "$MP" && btrfs receive -q -f "$T/c2.st" "$MP" 2>"$T/recv.err" ||
+		fail "btrfs receive: $(head -3 "$T/recv.err")"
+	"$BTRSIM" manifest --host "$MP/c2" --times >"$T/got.mf"
+	cmp -s "$T/got.mf" "$T/c2.mf" || fail "differs: $(diff "$T/c2.mf" "$T/got.mf" | head -4 | tr '\n' '|')"
+	sync
+	shared=$(btrfs filesystem du -s --raw "$MP/c2" | awk 'NR == 2 { print $3 }')
+	[ "${shared:-0}" -ge 1000000 ] || fail "the clone shares $shared bytes, not the file's 1000000"
+	unmount "$MP"
+else
+	fail "mount: $(head -c 200 "$T/m.err")"
+fi
+done_check
+run send-c-no-parent 1 "$BTRSIM" send -q -c /c1 -f "$T/w.st" "$cimg" /lone
+err_has 'parent determination failed'; done_check
+run send-c-missing 1 "$BTRSIM" send -q -c /nope -f "$T/w.st" "$cimg" /c2
+err_has "-c /nope: "; done_check
