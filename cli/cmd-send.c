@@ -125,8 +125,10 @@ static int cmd_send(int argc, char **argv)
 		case 'p': parent = optarg; break;
 		case 'c': csrc[ncsrc++] = optarg; break;
 		case 'P':
-			if (strcmp(optarg, "1") && strcmp(optarg, "2"))
+			if (strcmp(optarg, "1") && strcmp(optarg, "2")) {
+				free(csrc);
 				return cli_usage_error(&cli_cmd_send, "--proto %s: 1 or 2", optarg);
+			}
 			so.proto = (uint32_t)atoi(optarg);
 			break;
 		case 'N': so.no_data = true; break;
