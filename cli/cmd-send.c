@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 static const char usage_text[] =
-	"usage: btrsim send [-p PARENT] [-c CLONE_SRC]... [-f OUTFILE] [--proto 1|2] [--no-data] [-q]\n"
-	"                   IMG... SUBVOL...\n"
+	"usage: btrsim send [-p PARENT] [-c CLONE_SRC]... [-f OUTFILE] [--proto 1|2] [--no-data]\n"
+	"                   [--compressed-data] [-q] IMG... SUBVOL...\n"
 	"\n"
 	"Write a send stream of each read-only subvolume SUBVOL (a path from the top\n"
 	"level of the file system on the images, the disks of one volume) to OUTFILE\n"
@@ -36,7 +36,7 @@ static const char usage_text[] =
 	"the parent is chosen as btrfs send chooses it (the clone source the\n"
 	"subvolume was snapshotted from, else the one snapshotted from the same\n"
 	"subvolume nearest in ctransid), and each subvolume sent becomes a clone\n"
-	"source of the next.  Encoded writes (--compressed-data) are not here yet.\n"
+	"source of the next.\n"
 	"\n"
 	"  -p PARENT      send the difference against the read-only subvolume PARENT\n"
 	"  -c CLONE_SRC   a read-only subvolume the receiving side has, whose extents\n"
@@ -45,6 +45,9 @@ static const char usage_text[] =
 	"                 must not be a terminal)\n"
 	"  --proto N      the stream's version: 1 (the default) or 2\n"
 	"  --no-data      update_extent commands instead of the data (btrfs send --no-data)\n"
+	"  --compressed-data\n"
+	"                 compressed extents as encoded writes of their bytes on disk\n"
+	"                 (version 2; implies --proto 2 when --proto is not given)\n"
 	"  -q, --quiet    no 'At subvol SUBVOL' lines on standard error\n"
 	"  -h, --help     show this help\n"
 	"\n"
@@ -105,11 +108,12 @@ static int cmd_send(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "proto", required_argument, NULL, 'P' }, { "no-data", no_argument, NULL, 'N' },
+		{ "compressed-data", no_argument, NULL, 'C' },
 		{ "quiet", no_argument, NULL, 'q' },	    { "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *file = NULL;
-	struct ref_send_opts so = { .proto = 1 };
+	struct ref_send_opts so = { .proto = 0 };
 	bool quiet = false;
 	int c;
 	optind = 1;
@@ -132,6 +136,7 @@ static int cmd_send(int argc, char **argv)
 			so.proto = (uint32_t)atoi(optarg);
 			break;
 		case 'N': so.no_data = true; break;
+		case 'C': so.compressed_data = true; break;
 		case 'q': quiet = true; break;
 		case 'h': free(csrc); return cli_help(&cli_cmd_send);
 		case ':':
@@ -144,7 +149,9 @@ static int cmd_send(int argc, char **argv)
 	}
 	int nops = argc - optind;
 	int rc = 0;
-	if (nops < 2)
+	if (so.compressed_data && so.proto == 1)
+		rc = cli_usage_error(&cli_cmd_send, "--compressed-data needs --proto 2");
+	else if (nops < 2)
 		rc = cli_usage_error(&cli_cmd_send, "needs at least one image and one SUBVOL");
 	else if (!file && isatty(STDOUT_FILENO))
 		rc = cli_usage_error(&cli_cmd_send,
@@ -165,6 +172,8 @@ static int cmd_send(int argc, char **argv)
 	}
 	size_t nsrc = 0;
 	bool full = !parent && !ncsrc; /* else each subvolume sent becomes a clone source */
+	if (!so.proto) /* --compressed-data implies version 2, as in btrfs send */
+		so.proto = so.compressed_data ? 2 : 1;
 	FILE *out = file ? fopen(file, "wb") : stdout;
 	if (!out) {
 		rc = cli_fail(&cli_cmd_send, "%s: %s", file, strerror(errno));

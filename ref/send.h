@@ -94,6 +94,9 @@ int ref_send_bytes(const struct ref_send_cmd *c, int type, const uint8_t **p, ui
 struct ref_send_opts {
 	uint32_t proto; /* the stream's version: 1 (also for 0) or 2 */
 	bool no_data;	/* update_extent commands instead of writes (btrfs send --no-data) */
+	/* Compressed extents sent as encoded writes of their bytes on disk
+	 * (btrfs send --compressed-data; version 2 only) */
+	bool compressed_data;
 	uint64_t parent; /* an incremental stream against this read-only subvolume (btrfs send -p); 0: full */
 	/* Read-only subvolumes the receiving side has whose extents may be
 	 * cloned (btrfs send -c), besides the parent and the subvolume itself. */
@@ -108,6 +111,7 @@ struct ref_send_opts {
 struct ref_send_stats {
 	uint64_t commands, bytes; /* written, the header included in bytes */
 	uint64_t clones, cloned_bytes; /* clone commands and the bytes they share */
+	uint64_t encoded_bytes;	       /* compressed bytes in encoded writes */
 	uint64_t inodes;	  /* sent, the root directory included */
 	uint64_t data_bytes;	  /* file data in write commands */
 };

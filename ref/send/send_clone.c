@@ -10,6 +10,7 @@
  * both files, inside the source's size, between files alike in NODATASUM;
  * what is not is written.
  */
+#include "ref/internal.h"
 #include "ref/send/send_int.h"
 
 #include <errno.h>
@@ -246,10 +247,53 @@ static int send_clone_cmd(struct sender *s, const char *path, uint64_t off, uint
 	return send_end_cmd(s);
 }
 
+/* BTRFS_ENCODED_IO_COMPRESSION_* of an extent's compression (4 KiB sectors). */
+static uint32_t encoded_compression(uint8_t c)
+{
+	return c == 1 ? 1 /* zlib */ : c == 3 ? 2 /* zstd */ : 3 /* lzo, 4 KiB */;
+}
+
+/* An encoded write (--compressed-data) of file range [a, b), which extent
+ * item fe at file offset item_off covers: the compressed bytes as they lie
+ * on disk (checked against their checksums), or an inline item's. */
+static int send_encoded(struct sender *s, const struct ref_stat *dst, const char *path,
+			const struct btrfs_file_extent_item *fe, uint32_t item_size, uint64_t item_off,
+			uint64_t a, uint64_t b)
+{
+	bool in = fe->type == BTRFS_FILE_EXTENT_INLINE;
+	uint64_t len = in ? item_size - 21 : LE64(fe->disk_num_bytes);
+	uint8_t *buf = malloc(len ? len : 1);
+	if (!buf)
+		return send_fail(s, ENOMEM, "out of memory");
+	int r = 0;
+	if (in)
+		memcpy(buf, (const uint8_t *)fe + 21, len);
+	else if ((r = data_read(s->fs, LE64(fe->disk_bytenr), buf, len,
+				dst->flags & BTRFS_INODE_NODATASUM)))
+		r = send_fail(s, -r, "%s: the compressed extent at %llu: %s", path,
+			      (unsigned long long)LE64(fe->disk_bytenr), ref_error(s->fs));
+	if (!r) {
+		sw_cmd(&s->w, REF_SEND_C_ENCODED_WRITE);
+		sw_str(&s->w, REF_SEND_A_PATH, path);
+		sw_u64(&s->w, REF_SEND_A_FILE_OFFSET, a);
+		sw_u64(&s->w, REF_SEND_A_UNENCODED_FILE_LEN, b - a);
+		sw_u64(&s->w, REF_SEND_A_UNENCODED_LEN, LE64(fe->ram_bytes));
+		sw_u64(&s->w, REF_SEND_A_UNENCODED_OFFSET, (in ? 0 : LE64(fe->offset)) + (a - item_off));
+		sw_u32(&s->w, REF_SEND_A_COMPRESSION, encoded_compression(fe->compression));
+		sw_data(&s->w, buf, len);
+		r = send_end_cmd(s);
+		if (!r && s->st)
+			s->st->encoded_bytes += len;
+	}
+	free(buf);
+	return r;
+}
+
 int send_range(struct sender *s, const struct ref_ino *ino, const char *path, uint64_t from,
 	       uint64_t to)
 {
-	if (!s->ci.nuse)
+	bool encoded = s->o && s->o->compressed_data && !s->o->no_data;
+	if (!s->ci.nuse && !encoded)
 		return send_bytes(s, ino, path, from, to);
 	struct ref_stat dst;
 	struct ref_root root;
@@ -270,35 +314,58 @@ int send_range(struct sender *s, const struct ref_ino *ino, const char *path, ui
 		if (k.objectid != ino->ino || k.type != BTRFS_EXTENT_DATA_KEY || k.offset >= to)
 			break;
 		const struct btrfs_file_extent_item *fe = (const void *)d;
-		if (size < sizeof(*fe) || fe->type != BTRFS_FILE_EXTENT_REG || !fe->disk_bytenr) {
+		bool in = size > 21 && fe->type == BTRFS_FILE_EXTENT_INLINE;
+		bool reg = size >= sizeof(*fe) && fe->type == BTRFS_FILE_EXTENT_REG && fe->disk_bytenr;
+		if (!in && !reg) {
 			r = ref_next(s->fs, &p);
 			continue;
 		}
 		uint64_t a = k.offset > from ? k.offset : from;
-		uint64_t b = k.offset + LE64(fe->num_bytes);
+		uint64_t b = k.offset + (in ? LE64(fe->ram_bytes) : LE64(fe->num_bytes));
 		if (b > to)
 			b = to;
-		if (a >= b || a % BLOCK) {
+		if (a >= b || a < done) {
 			r = ref_next(s->fs, &p);
 			continue;
 		}
-		uint64_t len = b - a, src_off, src_size;
-		uint64_t ext_off = LE64(fe->offset) + (a - k.offset);
-		const struct cuse *u =
-			find_use(s, ino, &dst, LE64(fe->disk_bytenr), ext_off, len, a, &src_off, &src_size);
-		/* whole blocks, or up to the end of both files */
-		if (u && len % BLOCK && !(src_off + len == src_size && a + len == dst.size))
-			len -= len % BLOCK;
-		if (!u || !len) {
+		uint64_t len = b - a, src_off = 0, src_size;
+		const struct cuse *u = NULL;
+		if (reg && a % BLOCK == 0) {
+			uint64_t ext_off = LE64(fe->offset) + (a - k.offset);
+			u = find_use(s, ino, &dst, LE64(fe->disk_bytenr), ext_off, len, a, &src_off,
+				     &src_size);
+			/* whole blocks, or up to the end of both files */
+			if (u && len % BLOCK && !(src_off + len == src_size && a + len == dst.size))
+				len -= len % BLOCK;
+		}
+		/* the kernel's choice: encoded when the compressed bytes are no
+		 * more than the range they give */
+		bool enc = !(u && len) && encoded && fe->compression &&
+			   (in ? size - 21 : LE64(fe->disk_num_bytes)) <= b - a;
+		if (!(u && len) && !enc) {
 			r = ref_next(s->fs, &p);
 			continue;
 		}
 		uint64_t item_off = k.offset;
+		struct btrfs_file_extent_item copy;
+		uint8_t inl[4096 + 21];
+		const struct btrfs_file_extent_item *item = fe;
+		if (enc && in && size <= sizeof(inl)) { /* the path is released before it is sent */
+			memcpy(inl, d, size);
+			item = (const void *)inl;
+		} else if (enc && !in) {
+			copy = *fe;
+			item = &copy;
+		} else if (enc) {
+			r = ref_next(s->fs, &p);
+			continue;
+		}
 		ref_path_release(s->fs, &p);
 		if ((done < a && (r = send_bytes(s, ino, path, done, a))) ||
-		    (r = send_clone_cmd(s, path, a, len, u, src_off)))
+		    (r = enc ? send_encoded(s, &dst, path, item, size, item_off, a, b)
+			     : send_clone_cmd(s, path, a, len, u, src_off)))
 			return r;
-		done = a + len;
+		done = enc ? b : a + len;
 		/* on after this item */
 		k = (struct ref_key){ ino->ino, BTRFS_EXTENT_DATA_KEY, item_off + 1 };
 		r = ref_search(s->fs, &root, &k, &p);

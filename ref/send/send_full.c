@@ -9,7 +9,8 @@
  * than the inode's makes that directory first, under its orphan name (the
  * kernel's out-of-order directory creation), so that every path a command
  * names exists on the receiving side when the command comes.  Then the
- * inode's xattrs, its data (writes of at most 48 KiB, or update_extent
+ * inode's xattrs, its data (writes of at most 48 KiB, 128 KiB in version 2,
+ * or update_extent
  * without data; holes and preallocated ranges left as holes, a truncate
  * giving the size past the last data), its owner, mode and times.
  * Directories get their times at the end, when no entry changes them any
@@ -24,7 +25,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define SEND_WRITE 49152u /* the kernel's BTRFS_SEND_READ_SIZE */
+/* The largest write: the kernel's max_send_read_size, its send buffer less
+ * 16 KiB (v1: 64 KiB, v2: 16 KiB + 128 KiB). */
+#define SEND_WRITE_V1 49152u
+#define SEND_WRITE_V2 131072u
 #define PATH_CAP 4096
 
 int send_fail(struct sender *s, int e, const char *fmt, ...)
@@ -390,7 +394,8 @@ int send_bytes(struct sender *s, const struct ref_ino *ino, const char *path, ui
 	       uint64_t to)
 {
 	bool nodata = s->o && s->o->no_data;
-	uint8_t *buf = nodata ? NULL : malloc(SEND_WRITE);
+	const size_t chunk = s->w.version >= 2 ? SEND_WRITE_V2 : SEND_WRITE_V1;
+	uint8_t *buf = nodata ? NULL : malloc(chunk);
 	if (!buf && !nodata)
 		return send_fail(s, ENOMEM, "out of memory");
 	int r = 0;
@@ -411,8 +416,8 @@ int send_bytes(struct sender *s, const struct ref_ino *ino, const char *path, ui
 			sw_u64(&s->w, REF_SEND_A_SIZE, end - start);
 			r = send_end_cmd(s);
 		}
-		for (uint64_t at = start; !r && buf && at < end; at += SEND_WRITE) {
-			size_t n = end - at < SEND_WRITE ? (size_t)(end - at) : SEND_WRITE;
+		for (uint64_t at = start; !r && buf && at < end; at += chunk) {
+			size_t n = end - at < chunk ? (size_t)(end - at) : chunk;
 			ssize_t got = ref_pread(s->fs, ino, buf, n, at);
 			if (got != (ssize_t)n) {
 				r = send_fail(s, got < 0 ? (int)-got : EIO, "%s: reading %zu bytes at %llu: %s",
@@ -588,6 +593,8 @@ int ref_send(ref_fs *fs, uint64_t subvol, const struct ref_send_opts *o, FILE *o
 		*st = (struct ref_send_stats){ 0 };
 	if (proto > 2)
 		return send_fail(&s, EINVAL, "protocol %u: 1 and 2 are supported", proto);
+	if (o && o->compressed_data && proto < 2)
+		return send_fail(&s, EINVAL, "compressed data needs protocol version 2");
 	if (s.parent == subvol)
 		return send_fail(&s, EINVAL, "a subvolume is not its own parent");
 	int r = sw_begin(&s.w, out, proto, !(o && o->omit_header));

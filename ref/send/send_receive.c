@@ -326,10 +326,14 @@ static int do_encoded(struct recv *rv, const char *path)
 		return fail(rv, ENOMEM, "out of memory");
 	char why[200] = "";
 	ssize_t got = ref_decompress(type, d, dlen, out, ulen, 4096, why, sizeof(why));
-	if (got < 0)
+	if (got < 0) {
 		r = fail(rv, EIO, "%s: the data does not decompress: %s", path, why);
-	else /* a short stream leaves zeros, as the kernel reads it */
+	} else {
+		/* a short stream leaves zeros, as the kernel reads it (the
+		 * decoder may have written past what it counts) */
+		memset(out + got, 0, ulen - (uint64_t)got);
 		r = write_all(rv, path, out + uoff, file_len, off);
+	}
 	free(out);
 	return r;
 }

@@ -110,6 +110,30 @@ out_has '^update_extent   ./s1/big                        offset=0 len=150000$'
 grep -q '^write ' "$OUT" && fail "a write in a --no-data stream"
 done_check
 
+# --compressed-data: a file written compressed goes as encoded writes
+# (version 2 implied) and is received whole
+zimg="$T/z.img"
+"$BTRSIM" mkfs --size 256M -f "$zimg" >/dev/null
+"$BTRSIM" subvolume create "$zimg" /v >/dev/null
+yes 'compressible text' | head -c 300000 >"$T/text"
+"$BTRSIM" put --compress=zstd "$zimg" "$T/text" /v/t >/dev/null
+"$BTRSIM" subvolume snapshot -r "$zimg" /v /z1 >/dev/null
+run compressed 0 "$BTRSIM" send -q --compressed-data -f "$T/z.st" "$zimg" /z1
+done_check
+run compressed-dump 0 "$BTRSIM" receive --dump -f "$T/z.st"
+out_has '^encoded_write   ./z1/t  .*compression=2'
+[ "$(od -An -tu4 -j13 -N4 "$T/z.st" | tr -d ' ')" = 2 ] || fail "not a version 2 stream"
+done_check
+r="$T/zr.img"
+"$BTRSIM" mkfs --size 256M -f "$r" >/dev/null
+run compressed-receive 0 "$BTRSIM" receive -q -f "$T/z.st" "$r" /
+done_check
+run compressed-content 0 "$BTRSIM" cat "$r" /z1/t
+cmp -s "$OUT" "$T/text" || fail "the received file differs"
+done_check
+run compressed-proto1 2 "$BTRSIM" send --proto 1 --compressed-data -f "$T/w.st" "$zimg" /z1
+err_has 'needs --proto 2'; done_check
+
 run writable 1 "$BTRSIM" send -q -f "$T/w.st" "$img" /vol
 err_has '/vol: subvolume vol is not read-only'; done_check
 run top-level 1 "$BTRSIM" send -q -f "$T/w.st" "$img" /

@@ -2,9 +2,10 @@
  * test_send.c - ref_send (ref/send/) against ref_receive, on random trees:
  * a subvolume changed by random operations (files, directories, hard links,
  * symlinks, fifos, renames and exchanges across directories, removals,
- * writes, holes, truncates, xattrs, modes, owners, times) is snapshotted
- * read-only after each round; the first snapshot is sent full, each next
- * one against the one before, v1 and v2; a second file system receives the
+ * writes, holes, truncates, xattrs, modes, owners, times; every other seed
+ * written compressed) is snapshotted read-only after each round; the first
+ * snapshot is sent full, each next one against the one before, v1 and v2
+ * (v2 of compressed data with encoded writes); a second file system receives the
  * streams, and every received snapshot must describe (the manifest, times
  * included) as its source does.  SEND_DEBUG=FILE keeps a failing stream.  The kernel's btrfs receive of the same
  * streams: tests/interop/test_send.sh.
@@ -107,7 +108,7 @@ static char *describe(ref_fs *fs, const char *path)
 }
 
 static uint8_t *send_one(ref_fs *fs, const char *path, const char *parent, uint32_t proto,
-			 size_t *len)
+			 bool compressed, size_t *len)
 {
 	uint64_t id, pid = 0;
 	struct ref_ino ino;
@@ -119,7 +120,7 @@ static uint8_t *send_one(ref_fs *fs, const char *path, const char *parent, uint3
 	}
 	char *buf = NULL;
 	FILE *f = open_memstream(&buf, len);
-	struct ref_send_opts o = { .proto = proto, .parent = pid };
+	struct ref_send_opts o = { .proto = proto, .parent = pid, .compressed_data = compressed };
 	struct ref_send_stats st;
 	char err[512];
 	cr_assert_eq(ref_send(fs, id, &o, f, &st, err, sizeof(err)), 0, "send %s: %s", path, err);
@@ -150,6 +151,13 @@ static void one_seed(uint64_t seed)
 	sim_volume *va, *vb;
 	ref_fs *a = wu_fresh(&va, 256, 0), *b = wu_fresh(&vb, 256, 0);
 	uint64_t x = seed * 0x9e3779b97f4a7c15ull | 1;
+	bool compress = seed % 2 == 0; /* written compressed, sent as encoded writes in v2 */
+	if (compress) {
+		WU_OK(a, ref_umount(a));
+		struct ref_mount_opts mo = { .open = { .super_mirror = -1 }, .compress = 3 /* zstd */ };
+		char err[256];
+		cr_assert_eq(ref_mount(va, &mo, &a, err, sizeof(err)), 0, "%s", err);
+	}
 	WU_OK(a, ref_subvol_create(a, "/vol", NULL));
 	char snap[ROUNDS][16];
 	for (int k = 0; k < ROUNDS; k++) {
@@ -158,7 +166,9 @@ static void one_seed(uint64_t seed)
 		snprintf(snap[k], sizeof(snap[k]), "/s%d", k);
 		WU_OK(a, ref_snapshot(a, "/vol", snap[k], true, NULL));
 		size_t len;
-		uint8_t *st = send_one(a, snap[k], k ? snap[k - 1] : NULL, 1 + (uint32_t)(k % 2), &len);
+		uint32_t proto = 1 + (uint32_t)(k % 2);
+		uint8_t *st = send_one(a, snap[k], k ? snap[k - 1] : NULL, proto, compress && proto == 2,
+				       &len);
 		char err[512];
 		int r = ref_receive(b, "/", st, len, NULL, NULL, err, sizeof(err));
 		cr_assert_eq(r, 0, "seed %llu round %d: %s", (unsigned long long)seed, k, err);
