@@ -152,6 +152,7 @@ bench: deps
 	@build/release/bench/bench-compress write $(BENCH_COMPRESS_MIB)
 	@sh bench/bench_compress.sh build/release/btrsim build/release/bench/bench-compress
 	@sh bench/bench_defrag.sh build/release/btrsim $(BENCH_DEFRAG_MIB)
+	@sh bench/bench_send.sh build/release/btrsim
 	@sh bench/bench_explore.sh build/release/btrsim
 	@$(MAKE) --no-print-directory MODE=afl B=$(FUZZ_B) fuzz-bins && sh bench/bench_fuzz.sh $(FUZZ_B)
 
