@@ -105,6 +105,7 @@ for i in 3 4 5 6 7 8 9 10; do "$BTRSIM" manifest --host "$MP/s$i" --times >"$T/s
 btrfs send -q -p "$MP/s1" -f "$T/kernel-inc.st" "$MP/s2"
 "$BTRSIM" manifest --host "$MP/s1" --times >"$T/s1.mf"
 "$BTRSIM" manifest --host "$MP/s2" --times >"$T/s2.mf"
+sparse_blocks=$(stat -c %b "$MP/s1/sparse") # 512-byte blocks allocated: the holes stay holes
 btrfs subvolume show "$MP/s1" | sed -n 's/^[[:space:]]*UUID:[[:space:]]*//p' >"$T/s1.uuid"
 btrfs send -q -f "$T/kernel.st" "$MP/s1"
 unmount "$MP"
@@ -134,6 +135,9 @@ for p in 1 2; do
 		cmp -s "$T/got.mf" "$T/s1.want" || fail "differs: $(diff "$T/s1.want" "$T/got.mf" | head -6 | tr '\n' '|')"
 		btrfs subvolume show "$MP/s1" | grep -q "Received UUID:[[:space:]]*$(cat "$T/s1.uuid")" ||
 			fail "received uuid is not the snapshot's"
+		sync
+		b=$(stat -c %b "$MP/s1/sparse")
+		[ "$b" -le $((sparse_blocks * 2)) ] || fail "sparse: $b blocks allocated, the source $sparse_blocks"
 		unmount "$MP"
 	else
 		fail "mount: $(head -c 200 "$T/m.err")"
