@@ -66,34 +66,28 @@ static int add_use(struct cindex *ci, const struct cuse *u)
 	return 0;
 }
 
+struct use_ctx {
+	struct cindex *ci;
+	uint64_t ino;
+	uint32_t src;
+};
+
+static int add_item_use(void *ctx, uint64_t off, const uint8_t *d, uint32_t size)
+{
+	struct use_ctx *c = ctx;
+	const struct btrfs_file_extent_item *fe = (const void *)d;
+	if (size < sizeof(*fe) || fe->type != BTRFS_FILE_EXTENT_REG || !fe->disk_bytenr)
+		return 0;
+	struct cuse u = { LE64(fe->disk_bytenr), LE64(fe->offset), LE64(fe->num_bytes), off,
+			  c->ino, c->src, 0 };
+	return add_use(c->ci, &u);
+}
+
 /* Every regular extent item of file ino in subvolume `id`, as uses of source src. */
 static int index_file(struct sender *s, uint64_t id, uint64_t ino, uint32_t src)
 {
-	struct ref_root root;
-	struct ref_path p;
-	int r = ref_find_root(s->fs, id, &root);
-	if (r)
-		return r;
-	struct ref_key k = { ino, BTRFS_EXTENT_DATA_KEY, 0 };
-	r = ref_search(s->fs, &root, &k, &p);
-	while (r == 0) {
-		const uint8_t *d;
-		uint32_t size;
-		ref_path_item(&p, &k, &d, &size);
-		if (k.objectid != ino || k.type != BTRFS_EXTENT_DATA_KEY)
-			break;
-		const struct btrfs_file_extent_item *fe = (const void *)d;
-		if (size >= sizeof(*fe) && fe->type == BTRFS_FILE_EXTENT_REG && fe->disk_bytenr) {
-			struct cuse u = { LE64(fe->disk_bytenr), LE64(fe->offset), LE64(fe->num_bytes),
-					  k.offset, ino, src, 0 };
-			if ((r = add_use(&s->ci, &u)))
-				break;
-		}
-		r = ref_next(s->fs, &p);
-	}
-	if (r == 0)
-		ref_path_release(s->fs, &p);
-	return r < 0 ? r : 0;
+	struct use_ctx c = { &s->ci, ino, src };
+	return send_each_extent(s, id, ino, add_item_use, &c);
 }
 
 static int index_source(struct sender *s, uint32_t src)

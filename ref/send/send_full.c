@@ -161,6 +161,37 @@ int send_collect(struct sender *s, uint64_t id, struct stable *t)
 					  ref_error(s->fs));
 }
 
+int send_each_extent(struct sender *s, uint64_t subvol, uint64_t ino,
+		     int (*fn)(void *ctx, uint64_t off, const uint8_t *item, uint32_t size),
+		     void *ctx)
+{
+	struct ref_root root;
+	struct ref_path p;
+	int r = ref_find_root(s->fs, subvol, &root);
+	if (r)
+		return r;
+	struct ref_key k = { ino, BTRFS_EXTENT_DATA_KEY, 0 };
+	r = ref_search(s->fs, &root, &k, &p);
+	while (r == 0) {
+		const uint8_t *d;
+		uint32_t size;
+		ref_path_item(&p, &k, &d, &size);
+		if (k.objectid != ino || k.type != BTRFS_EXTENT_DATA_KEY)
+			break;
+		const struct btrfs_file_extent_item *fe = (const void *)d;
+		if (size < 21 || (fe->type != BTRFS_FILE_EXTENT_INLINE && size < sizeof(*fe))) {
+			r = -EUCLEAN;
+			break;
+		}
+		if ((r = fn(ctx, k.offset, d, size)))
+			break;
+		r = ref_next(s->fs, &p);
+	}
+	if (r <= 0)
+		ref_path_release(s->fs, &p);
+	return r < 0 ? r : 0;
+}
+
 static void free_names(struct sref *v, size_t n)
 {
 	for (size_t k = 0; k < n; k++)

@@ -123,46 +123,29 @@ static void fexts_free(struct fexts *e)
 	*e = (struct fexts){ 0 };
 }
 
+static int add_fext(void *ctx, uint64_t off, const uint8_t *d, uint32_t size)
+{
+	struct fexts *out = ctx;
+	const struct btrfs_file_extent_item *fe = (const void *)d;
+	struct fext *v = realloc(out->v, (out->n + 1) * sizeof(*v));
+	if (v)
+		out->v = v;
+	uint8_t *item = malloc(size);
+	if (!v || !item) {
+		free(item);
+		return -ENOMEM;
+	}
+	memcpy(item, d, size);
+	bool in = fe->type == BTRFS_FILE_EXTENT_INLINE;
+	uint64_t len = in ? LE64(fe->ram_bytes) : LE64(fe->num_bytes);
+	v[out->n++] = (struct fext){ off, off + len, item, size,
+				     in || (fe->type == BTRFS_FILE_EXTENT_REG && fe->disk_bytenr) };
+	return 0;
+}
+
 static int read_extents(struct sender *s, uint64_t subvol, uint64_t ino, struct fexts *out)
 {
-	struct ref_root root;
-	struct ref_path p;
-	int r = ref_find_root(s->fs, subvol, &root);
-	if (r)
-		return r;
-	struct ref_key k = { ino, BTRFS_EXTENT_DATA_KEY, 0 };
-	r = ref_search(s->fs, &root, &k, &p);
-	while (r == 0) {
-		const uint8_t *d;
-		uint32_t size;
-		ref_path_item(&p, &k, &d, &size);
-		if (k.objectid != ino || k.type != BTRFS_EXTENT_DATA_KEY)
-			break;
-		const struct btrfs_file_extent_item *fe = (const void *)d;
-		if (size < 21 || (fe->type != BTRFS_FILE_EXTENT_INLINE && size < sizeof(*fe))) {
-			r = -EUCLEAN;
-			break;
-		}
-		struct fext *v = realloc(out->v, (out->n + 1) * sizeof(*v));
-		uint8_t *item = malloc(size);
-		if (!v || !item) {
-			free(item);
-			if (v)
-				out->v = v;
-			r = -ENOMEM;
-			break;
-		}
-		out->v = v;
-		memcpy(item, d, size);
-		bool in = fe->type == BTRFS_FILE_EXTENT_INLINE;
-		uint64_t len = in ? LE64(fe->ram_bytes) : LE64(fe->num_bytes);
-		v[out->n++] = (struct fext){ k.offset, k.offset + len, item, size,
-					     in || (fe->type == BTRFS_FILE_EXTENT_REG && fe->disk_bytenr) };
-		r = ref_next(s->fs, &p);
-	}
-	if (r == 0)
-		ref_path_release(s->fs, &p);
-	return r < 0 ? r : 0;
+	return send_each_extent(s, subvol, ino, add_fext, out);
 }
 
 static const struct fext *covering(const struct fexts *e, uint64_t at)

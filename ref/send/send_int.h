@@ -105,6 +105,12 @@ int send_fail(struct sender *s, int e, const char *fmt, ...) __attribute__((form
 /* Reads every inode of subvolume id and its names into t. */
 int send_collect(struct sender *s, uint64_t id, struct stable *t);
 void send_table_free(struct stable *t);
+/* Calls fn for each EXTENT_DATA item of file ino in subvolume `subvol`, in
+ * order (its file offset, the item): 0, fn's non-zero return, -EUCLEAN for
+ * a short item, or the read's -errno. */
+int send_each_extent(struct sender *s, uint64_t subvol, uint64_t ino,
+		     int (*fn)(void *ctx, uint64_t off, const uint8_t *item, uint32_t size),
+		     void *ctx);
 struct sinode *send_find(const struct stable *t, uint64_t ino);
 /* The inode with that number on the receiving side now (the sent
  * subvolume's, or the parent's not yet removed). */

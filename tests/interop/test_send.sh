@@ -18,6 +18,31 @@ if ! can_loop_mount; then
 	exit 0
 fi
 export TZ=UTC
+
+# progs_receive NAME STREAM...: btrfs receive of $T/STREAM.st, each in turn,
+# on a fresh btrfs loop-mounted at $MP: 0 with it mounted, else 1 after
+# saying why (unmounted).
+progs_receive() {
+	kimg="$T/$1.img"
+	shift
+	truncate -s 512M "$kimg"
+	mkfs.btrfs -q -f "$kimg" >/dev/null 2>&1
+	mount -o loop "$kimg" "$MP" 2>"$T/m.err" || { fail "mount: $(head -c 200 "$T/m.err")"; return 1; }
+	MOUNTS="$MP $MOUNTS"
+	for st in "$@"; do
+		if ! btrfs receive -q -f "$T/$st.st" "$MP" 2>"$T/recv.err"; then
+			fail "btrfs receive $st: $(head -3 "$T/recv.err")"
+			unmount "$MP"
+			return 1
+		fi
+	done
+}
+
+# same_host SUBVOL WANT: the kernel's view of $MP/SUBVOL (times included) is WANT.
+same_host() {
+	"$BTRSIM" manifest --host "$MP/$1" --times >"$T/got.mf"
+	cmp -s "$T/got.mf" "$2" || fail "$1 differs: $(diff "$2" "$T/got.mf" | head -6 | tr '\n' '|')"
+}
 MP="$T/mnt"
 mkdir -p "$MP"
 img="$T/k.img"
@@ -125,22 +150,14 @@ for p in 1 2; do
 	head -1 "$T/dump$p" | grep -q "^subvol  *./s1  *uuid=$(cat "$T/s1.uuid") " || fail "first line: $(head -1 "$T/dump$p")"
 	done_check
 	NAME="progs-receive-proto$p"
-	kimg="$T/r$p.img"
-	truncate -s 512M "$kimg"
-	mkfs.btrfs -q -f "$kimg" >/dev/null 2>&1
-	if mount -o loop "$kimg" "$MP" 2>"$T/m.err"; then
-		MOUNTS="$MP $MOUNTS"
-		btrfs receive -q -f "$T/ref$p.st" "$MP" 2>"$T/recv.err" || fail "btrfs receive: $(head -3 "$T/recv.err")"
-		"$BTRSIM" manifest --host "$MP/s1" --times >"$T/got.mf"
-		cmp -s "$T/got.mf" "$T/s1.want" || fail "differs: $(diff "$T/s1.want" "$T/got.mf" | head -6 | tr '\n' '|')"
+	if progs_receive "r$p" "ref$p"; then
+		same_host s1 "$T/s1.want"
 		btrfs subvolume show "$MP/s1" | grep -q "Received UUID:[[:space:]]*$(cat "$T/s1.uuid")" ||
 			fail "received uuid is not the snapshot's"
 		sync
 		b=$(stat -c %b "$MP/s1/sparse")
 		[ "$b" -le $((sparse_blocks * 2)) ] || fail "sparse: $b blocks allocated, the source $sparse_blocks"
 		unmount "$MP"
-	else
-		fail "mount: $(head -c 200 "$T/m.err")"
 	fi
 	done_check
 done
@@ -172,24 +189,10 @@ for i in 3 4 5 6 7 8 9 10; do
 done
 printf 'incremental s1 to s2: btrsim %s bytes, the kernel %s\n' "$(wc -c <"$T/inc.st")" "$(wc -c <"$T/kernel-inc.st")"
 NAME=progs-receive-incremental
-kimg="$T/inc.img"
-truncate -s 512M "$kimg"
-mkfs.btrfs -q -f "$kimg" >/dev/null 2>&1
-if mount -o loop "$kimg" "$MP" 2>"$T/m.err"; then
-	MOUNTS="$MP $MOUNTS"
-	btrfs receive -q -f "$T/ref1.st" "$MP" && btrfs receive -q -f "$T/inc.st" "$MP" 2>"$T/recv.err" ||
-		fail "btrfs receive: $(head -3 "$T/recv.err")"
-	for i in 3 4 5 6 7 8 9 10; do
-		btrfs receive -q -f "$T/inc$i.st" "$MP" 2>"$T/recv.err" || fail "btrfs receive s$i: $(head -3 "$T/recv.err")"
-	done
-	for i in 2 3 4 5 6 7 8 9 10; do
-		"$BTRSIM" manifest --host "$MP/s$i" --times >"$T/got.mf"
-		cmp -s "$T/got.mf" "$T/s$i.want" || fail "s$i differs: $(diff "$T/s$i.want" "$T/got.mf" | head -6 | tr '\n' '|')"
-	done
+if progs_receive inc ref1 inc inc3 inc4 inc5 inc6 inc7 inc8 inc9 inc10; then
+	for i in 2 3 4 5 6 7 8 9 10; do same_host s$i "$T/s$i.want"; done
 	btrfs subvolume show "$MP/s2" | grep -q 'Flags:[[:space:]]*readonly' || fail "s2 is not read-only"
 	unmount "$MP"
-else
-	fail "mount: $(head -c 200 "$T/m.err")"
 fi
 done_check
 NAME=btrsim-receive-incremental
@@ -228,17 +231,9 @@ done_check
 run send-two 0 "$BTRSIM" send -q -f "$T/two.st" "$img" /s1 /s2
 done_check
 NAME=two-progs-receive
-kimg="$T/two.img"
-truncate -s 512M "$kimg"
-mkfs.btrfs -q -f "$kimg" >/dev/null 2>&1
-if mount -o loop "$kimg" "$MP" 2>"$T/m.err"; then
-	MOUNTS="$MP $MOUNTS"
-	btrfs receive -q -f "$T/two.st" "$MP" 2>"$T/recv.err" || fail "btrfs receive: $(head -3 "$T/recv.err")"
-	"$BTRSIM" manifest --host "$MP/s2" --times >"$T/got.mf"
-	cmp -s "$T/got.mf" "$T/s2.want" || fail "s2 differs: $(diff "$T/s2.want" "$T/got.mf" | head -4 | tr '\n' '|')"
+if progs_receive two two; then
+	same_host s2 "$T/s2.want"
 	unmount "$MP"
-else
-	fail "mount: $(head -c 200 "$T/m.err")"
 fi
 [ "$(btrfs receive --dump -f "$T/two.st" | grep -c '^subvol ')" -eq 2 ] || fail "not two subvol commands"
 done_check
@@ -285,21 +280,12 @@ out_has '^clone  *./c2/big-copy  *offset=0 len=1000000 from=./c2/big clone_offse
 grep -q '^write ' "$OUT" && fail "data written, not cloned"
 done_check
 NAME=clone-progs-receive
-kimg="$T/cr.img"
-truncate -s 512M "$kimg"
-mkfs.btrfs -q -f "$kimg" >/dev/null 2>&1
-if mount -o loop "$kimg" "$MP" 2>"$T/m.err"; then
-	MOUNTS="$MP $MOUNTS"
-	btrfs receive -q -f "$T/c1.st" "$MP" && btrfs receive -q -f "$T/c2.st" "$MP" 2>"$T/recv.err" ||
-		fail "btrfs receive: $(head -3 "$T/recv.err")"
-	"$BTRSIM" manifest --host "$MP/c2" --times >"$T/got.mf"
-	cmp -s "$T/got.mf" "$T/c2.mf" || fail "differs: $(diff "$T/c2.mf" "$T/got.mf" | head -4 | tr '\n' '|')"
+if progs_receive cr c1 c2; then
+	same_host c2 "$T/c2.mf"
 	sync
 	shared=$(btrfs filesystem du -s --raw "$MP/c2" | awk 'NR == 2 { print $3 }')
 	[ "${shared:-0}" -ge 1000000 ] || fail "the clone shares $shared bytes, not the file's 1000000"
 	unmount "$MP"
-else
-	fail "mount: $(head -c 200 "$T/m.err")"
 fi
 done_check
 run send-c-no-parent 1 "$BTRSIM" send -q -c /c1 -f "$T/w.st" "$cimg" /lone
@@ -340,17 +326,9 @@ grep -q encoded_write "$T/z.count" || fail "no encoded_write"
 cmp -s "$T/z.count" "$T/kz.count" || fail "commands differ: $(diff "$T/kz.count" "$T/z.count" | tr '\n' '|')"
 done_check
 NAME=compressed-progs-receive
-kimg="$T/zr.img"
-truncate -s 512M "$kimg"
-mkfs.btrfs -q -f "$kimg" >/dev/null 2>&1
-if mount -o loop "$kimg" "$MP" 2>"$T/m.err"; then
-	MOUNTS="$MP $MOUNTS"
-	btrfs receive -q -f "$T/z.st" "$MP" 2>"$T/recv.err" || fail "btrfs receive: $(head -3 "$T/recv.err")"
-	"$BTRSIM" manifest --host "$MP/z1" --times >"$T/got.mf"
-	cmp -s "$T/got.mf" "$T/z1.mf" || fail "differs: $(diff "$T/z1.mf" "$T/got.mf" | head -4 | tr '\n' '|')"
+if progs_receive zr z; then
+	same_host z1 "$T/z1.mf"
 	unmount "$MP"
-else
-	fail "mount: $(head -c 200 "$T/m.err")"
 fi
 done_check
 NAME=compressed-btrsim-receive
