@@ -8,6 +8,7 @@
 #include "ref/vfs/vfs_int.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <linux/fs.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -159,8 +160,13 @@ int ref_symlink(ref_fs *fs, const char *target, const char *path)
 	size_t len = target ? strlen(target) : 0;
 	if (len == 0)
 		return ref_fail(fs, ENOENT, "a symlink needs a target");
-	if (len >= PATH_LIMIT || len > fs->sectorsize - 1)
-		return ref_fail(fs, ENAMETOOLONG, "symlink target too long");
+	/* btrfs_symlink: the target is one inline extent, so at most
+	 * BTRFS_MAX_INLINE_DATA_SIZE (a leaf's room for one item less the
+	 * file extent item's header: 3949 bytes with 4 KiB nodes) */
+	size_t max_inline = leaf_space(fs->nodesize) - ITEM_SIZE -
+			    offsetof(struct btrfs_file_extent_item, disk_bytenr);
+	if (len >= PATH_LIMIT || len > fs->sectorsize - 1 || len > max_inline)
+		return ref_fail(fs, ENAMETOOLONG, "symlink target too long (%zu bytes)", len);
 	return make_node(fs, path, S_IFLNK | 0777, target, 0);
 }
 

@@ -598,6 +598,37 @@ Test(receive, bad_streams_refused_with_the_offset)
 	sim_volume_close(vol);
 }
 
+/* A symlink whose target does not fit one leaf of 4 KiB nodes: refused
+ * before anything changes, as the kernel refuses it (ENAMETOOLONG above
+ * 3949 bytes); the file system stays writable and clean.  Found by the
+ * stream fuzzing harness (ref went read-only half-way through). */
+Test(receive, symlink_longer_than_a_small_leaf)
+{
+	sim_volume *vol;
+	ref_fs *fs = wu_fresh(&vol, 256, 4096);
+	char target[3951];
+	memset(target, 'x', 3950);
+	target[3950] = 0;
+	struct sb s = { 0 };
+	sb_begin(&s, 1);
+	subvol(&s, "vol", U1, 1);
+	cmd(&s, REF_SEND_C_SYMLINK);
+	astr(&s, REF_SEND_A_PATH, "l");
+	a64(&s, REF_SEND_A_INO, 257);
+	astr(&s, REF_SEND_A_PATH_LINK, target);
+	done(&s);
+	end(&s);
+	char err[512];
+	cr_assert_eq(receive(fs, "/", &s, NULL, err), -ENAMETOOLONG, "%s", err);
+	cr_assert(strstr(err, "symlink target too long"), "%s", err);
+	target[3949] = 0;
+	WU_OK(fs, ref_symlink(fs, target, "/vol/fits"));
+	WU_OK(fs, ref_umount(fs));
+	wu_expect_clean(vol);
+	free(s.b);
+	sim_volume_close(vol);
+}
+
 /* A crash at any request of a receive: the file system opens and checks
  * clean, and the subvolume shows as received only with all of its content. */
 Test(receive, crash_anywhere)

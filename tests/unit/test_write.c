@@ -345,6 +345,16 @@ Test(write, errnos_of_bad_input)
 	WU_ERR(fs, ref_link(fs, "/a/b", "/a/b2"), EPERM);
 	WU_ERR(fs, ref_link(fs, "/a/f", "/a/g"), EEXIST);
 	WU_ERR(fs, ref_symlink(fs, "", "/s"), ENOENT);
+	/* PATH_MAX with its NUL is the limit with 16 KiB nodes (the kernel's
+	 * too); with 4 KiB nodes it is the leaf's room, 3949 bytes
+	 * (test_receive.c: received symlinks) */
+	char *long_target = malloc(4097);
+	memset(long_target, 'x', 4096);
+	long_target[4096] = 0;
+	WU_ERR(fs, ref_symlink(fs, long_target, "/s"), ENAMETOOLONG);
+	long_target[4095] = 0;
+	WU_OK(fs, ref_symlink(fs, long_target, "/s4095"));
+	free(long_target);
 	WU_ERR(fs, ref_setxattr(fs, "/a/f", "bogus.x", "v", 1, 0), EOPNOTSUPP);
 	WU_ERR(fs, ref_setxattr(fs, "/a/f", "user.x", "v", 1, XATTR_REPLACE), ENODATA);
 	WU_OK(fs, ref_setxattr(fs, "/a/f", "user.x", "v", 1, XATTR_CREATE));
