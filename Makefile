@@ -62,7 +62,7 @@ SWEEP_SRC := $(wildcard tests/sweep/*.c)
 # --replay`), the harness programs' main (fuzz/driver.c, once per harness) and
 # fuzz-mkseed.
 FUZZ_SRC := $(filter-out fuzz/driver.c fuzz/mkseed.c,$(wildcard fuzz/*.c))
-FUZZ_HARNESSES := image workload parse
+FUZZ_HARNESSES := image workload parse stream
 
 obj = $(patsubst %.c,$(B)/%.o,$(1))
 
@@ -109,7 +109,8 @@ help:
 	@echo "make difftest    long differential campaign against the kernel [SEEDS=50 OPS=5000]"
 	@echo "make mutants     deliberately broken builds of ref (ref/mutant.h) in build/mutants/"
 	@echo "make fuzz        AFL++ harnesses, plain and ASan+UBSan (build/afl/fuzz/, build/afl-asan/fuzz/)"
-	@echo "make fuzz-seeds  seed corpora in fuzz/seeds/ (mkfs.btrfs, btrsim, workloads, plans; afl-cmin)"
+	@echo "make fuzz-seeds  seed corpora in fuzz/seeds/ (mkfs.btrfs, btrsim, workloads, plans, send"
+	@echo "                 streams; afl-cmin); HARNESS=NAME: only that corpus"
 	@echo "make fuzz-run    a bounded AFL++ campaign: HARNESS=image SECONDS=600 [JOBS=N] [FUZZ_DB=...]"
 	@echo "make clean       remove build/ and ./btrsim"
 
@@ -208,7 +209,8 @@ fuzz: deps
 
 fuzz-seeds: fuzz
 	@$(MAKE) --no-print-directory MODE=debug B=$(FUZZ_DBG_B) cmd fuzz-bins
-	@sh mk/fuzz-seeds.sh $(FUZZ_DBG_B) $(FUZZ_B)
+	@sh mk/fuzz-seeds.sh $(FUZZ_DBG_B) $(FUZZ_B) \
+		$(if $(filter command line environment,$(origin HARNESS)),$(HARNESS))
 
 fuzz-run: deps
 	@$(MAKE) --no-print-directory MODE=afl B=$(FUZZ_B) fuzz-bins

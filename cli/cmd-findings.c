@@ -38,7 +38,7 @@ static const char usage_text[] =
 	"minimized sizes, fixed, top frame.\n"
 	"\n"
 	"  --db FILE           the trace database (traces/btrsim.db)\n"
-	"  --harness NAME      only that harness's (image, workload, parse)\n"
+	"  --harness NAME      only that harness's (image, workload, parse, stream)\n"
 	"  --replay ID         run finding ID's input (the minimized one when there is\n"
 	"                      one) through its harness in a child of this process and\n"
 	"                      say how it ended; exit 0 when it ran clean, 1 when it\n"

@@ -11,6 +11,7 @@ static const struct fuzz_harness *const harnesses[] = {
 	&fuzz_harness_image,
 	&fuzz_harness_workload,
 	&fuzz_harness_parse,
+	&fuzz_harness_stream,
 };
 
 const struct fuzz_harness *const *fuzz_harnesses(size_t *n)

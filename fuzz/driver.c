@@ -1,6 +1,7 @@
 /*
- * driver.c - the main of the harness programs fuzz-image, fuzz-workload and
- * fuzz-parse (compiled once per harness with -DFUZZ_HARNESS_NAME="name").
+ * driver.c - the main of the harness programs fuzz-image, fuzz-workload,
+ * fuzz-parse and fuzz-stream (compiled once per harness with
+ * -DFUZZ_HARNESS_NAME="name").
  *
  * Built with afl-clang-fast (make fuzz), the program without file arguments
  * is an AFL++ persistent-mode target: deferred initialisation after the
@@ -23,7 +24,7 @@
 #include <unistd.h>
 
 #ifndef FUZZ_HARNESS_NAME
-#error "compile with -DFUZZ_HARNESS_NAME=\"image\" (or workload, parse)"
+#error "compile with -DFUZZ_HARNESS_NAME=\"image\" (or workload, parse, stream)"
 #endif
 
 #ifdef __AFL_FUZZ_TESTCASE_LEN
@@ -101,16 +102,14 @@ int main(int argc, char **argv)
 		case 'v': log = stderr; break;
 		case 'o': save = optarg; break;
 		case 'h':
-			printf("usage: fuzz-%s [-v] [FILE...]\n%s"
-			       "The %s harness (fuzz/README.md): %s.\n"
+			printf("usage: fuzz-%s [-v] [FILE...]\n", h->name);
+			if (h->save)
+				printf("       fuzz-%s -o DIR FILE\n", h->name);
+			printf("The %s harness (fuzz/README.md): %s.\n"
 			       "Runs each FILE once (- or none: standard input); under afl-fuzz\n"
 			       "(afl-clang-fast build, no FILE) the AFL++ persistent loop.\n"
 			       "  -v       say what happens to each input on stderr\n%s",
-			       h->name, h->save ? "       fuzz-image -o DIR FILE\n" : "", h->name,
-			       h->summary,
-			       h->save ? "  -o DIR   write the disks FILE describes (laid out, checksums\n"
-					 "           fixed up, before anything ran) as DIR/disk0.img...\n"
-				       : "");
+			       h->name, h->summary, h->save && h->save_help ? h->save_help : "");
 			return 0;
 		default:
 			fprintf(stderr, "usage: fuzz-%s [-v] [FILE...]\n", h->name);

@@ -18,7 +18,7 @@
 #include <stdio.h>
 
 struct fuzz_harness {
-	const char *name;    /* "image", "workload", "parse" */
+	const char *name;    /* "image", "workload", "parse", "stream" */
 	const char *summary; /* one line */
 	/* Once per process, before the first input (AFL++'s deferred
 	 * initialisation point comes after it).  0, or -errno with a message. */
@@ -28,14 +28,18 @@ struct fuzz_harness {
 	int (*one)(const uint8_t *data, size_t len, FILE *log);
 	/* Optional (NULL when the harness has nothing to show): writes what the
 	 * input decodes to into directory dir for triage (image: the disks as
-	 * laid out, checksums fixed up, before anything ran: dir/disk0.img ...).
+	 * laid out, checksums fixed up, before anything ran: dir/disk0.img ...;
+	 * stream: the disk after the receive and the unmount).
 	 * 0, or -errno with a message. */
 	int (*save)(const uint8_t *data, size_t len, const char *dir, char *err, size_t errlen);
+	/* With save: the lines of the usage that say what -o DIR writes. */
+	const char *save_help;
 };
 
 extern const struct fuzz_harness fuzz_harness_image;
 extern const struct fuzz_harness fuzz_harness_workload;
 extern const struct fuzz_harness fuzz_harness_parse;
+extern const struct fuzz_harness fuzz_harness_stream;
 
 /* The harness of that name, or NULL. */
 const struct fuzz_harness *fuzz_harness_find(const char *name);

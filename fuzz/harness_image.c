@@ -449,4 +449,6 @@ const struct fuzz_harness fuzz_harness_image = {
 	.init = image_init,
 	.one = image_one,
 	.save = image_save,
+	.save_help = "  -o DIR   write the disks FILE describes (laid out, checksums\n"
+		     "           fixed up, before anything ran) as DIR/disk0.img...\n",
 };

@@ -16,13 +16,14 @@
 #       queue/ of every instance in it), or a directory holding one directory
 #       per harness (fuzz/seeds, fuzz/regress, build/afl/campaigns).  The
 #       harness: HARNESS: before the path, else $HARNESS, else the last
-#       component of the path that names one (image, workload, parse).  Inputs
-#       run in batches of COVERAGE_BATCH (32) per process; a batch that crashes
-#       or outlasts twice COVERAGE_TIMEOUT (10 s) is run again one input per
-#       process, so that a crash or a hang costs only its own coverage: each
-#       is counted, listed in BUILD_DIR/corpus-failures.txt and shown, and the
-#       exit status stays 0.  Exit 1 on a path that does not exist, a corpus
-#       without inputs, a harness that cannot be told, or a missing program.
+#       component of the path that names one (image, workload, parse,
+#       stream).  Inputs run in batches of COVERAGE_BATCH (32) per process; a
+#       batch that crashes or outlasts twice COVERAGE_TIMEOUT (10 s) is run
+#       again one input per process, so that a crash or a hang costs only its
+#       own coverage: each is counted, listed in BUILD_DIR/corpus-failures.txt
+#       and shown, and the exit status stays 0.  Exit 1 on a path that does
+#       not exist, a corpus without inputs, a harness that cannot be told, or
+#       a missing program.
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 
@@ -71,12 +72,12 @@ B=${1:?usage: mk/coverage.sh --corpus BUILD_DIR [HARNESS:]PATH...}
 shift
 [ "$#" -gt 0 ] || { echo "usage: mk/coverage.sh --corpus BUILD_DIR [HARNESS:]PATH..." >&2; exit 1; }
 . "$HERE/progress.sh"
-HARNESSES="image workload parse"
+HARNESSES="image workload parse stream"
 TMO=${COVERAGE_TIMEOUT:-10}
 BATCH=${COVERAGE_BATCH:-32}
 case $TMO in '' | *[!0-9]* | 0) echo "coverage: COVERAGE_TIMEOUT=$TMO: a number of seconds" >&2; exit 1 ;; esac
 case $BATCH in '' | *[!0-9]* | 0) echo "coverage: COVERAGE_BATCH=$BATCH: a number of inputs" >&2; exit 1 ;; esac
-case ${HARNESS:-} in '' | image | workload | parse) ;;
+case ${HARNESS:-} in '' | image | workload | parse | stream) ;;
 *) echo "coverage: HARNESS=$HARNESS: one of $HARNESSES" >&2; exit 1 ;;
 esac
 T=$(mktemp -d)
@@ -92,6 +93,7 @@ harness_of() {
 		if (index($0, "image")) { n++; h = "image" }
 		if (index($0, "workload")) { n++; h = "workload" }
 		if (index($0, "parse")) { n++; h = "parse" }
+		if (index($0, "stream")) { n++; h = "stream" }
 		if (n == 1) last = h
 	} END { print last }'
 }
@@ -102,7 +104,7 @@ collect() (
 	h=$1 p=${2%/}
 	[ -n "$p" ] || p=/
 	if [ -f "$p" ]; then
-		[ -n "$h" ] || die "$p: which harness? (HARNESS=image|workload|parse, or CORPUS=image:$p)"
+		[ -n "$h" ] || die "$p: which harness? (HARNESS=image|workload|parse|stream, or CORPUS=image:$p)"
 		printf '%s\n' "$p" >>"$T/list.$h"
 		exit 0
 	fi
@@ -132,7 +134,7 @@ collect() (
 			collect "$n" "$p/$n" || exit 1
 		done
 		[ "$found" -eq 1 ] && exit 0
-		[ -n "$h" ] || die "$p: which harness? (HARNESS=image|workload|parse, or CORPUS=image:$p)"
+		[ -n "$h" ] || die "$p: which harness? (HARNESS=image|workload|parse|stream, or CORPUS=image:$p)"
 	fi
 	for f in "$p"/*; do
 		[ -f "$f" ] || continue
@@ -143,7 +145,7 @@ collect() (
 for spec in "$@"; do
 	h=""
 	p=$spec
-	case $spec in image:* | workload:* | parse:*) h=${spec%%:*} p=${spec#*:} ;; esac
+	case $spec in image:* | workload:* | parse:* | stream:*) h=${spec%%:*} p=${spec#*:} ;; esac
 	[ -e "$p" ] || die "CORPUS: $p: no such file or directory"
 	[ -n "$h" ] || h=${HARNESS:-}
 	[ -n "$h" ] || h=$(harness_of "$p")

@@ -14,7 +14,8 @@
 #                      machines sharing one sync directory need distinct ones)
 #   FUZZ_SECONDARY=1   no main instance here (another machine runs it)
 #   FUZZ_ASAN=1        one secondary (when JOBS >= 2) runs the ASan+UBSan build
-#   FUZZ_TIMEOUT=MS    afl-fuzz -t (default: image 1000, workload 5000, parse 1000)
+#   FUZZ_TIMEOUT=MS    afl-fuzz -t (default: image 1000, workload 5000, parse 1000,
+#                      stream 1000)
 # On a terminal (stderr; mk/progress.sh), a progress line while AFL++ runs (its
 # own UI is off, AFL_NO_UI): seconds, executions and execs/s (from the second
 # minute on), corpus, crashes and hangs of this machine's instances summed, ETA.
@@ -32,7 +33,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/mk/progress.sh"
 
 die() { echo "fuzz-run: $*" >&2; exit 1; }
-case $H in image | workload | parse) ;; *) die "HARNESS=$H: one of image, workload, parse" ;; esac
+case $H in image | workload | parse | stream) ;; *) die "HARNESS=$H: one of image, workload, parse, stream" ;; esac
 case $SECS in '' | *[!0-9]*) die "SECONDS=$SECS is not a number of seconds" ;; esac
 case $JOBS in '' | *[!0-9]*) die "JOBS=$JOBS is not a number" ;; esac
 [ "$SECS" -ge 1 ] || die "SECONDS must be at least 1"

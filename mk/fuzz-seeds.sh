@@ -8,14 +8,33 @@
 #             encoded by fuzz-mkseed --workload;
 #   parse     workload files, the shipped fault plans and a plan of every
 #             kind of line, and small trace databases (an explore run, a
-#             campaign, findings and statistics), each behind its selector byte.
+#             campaign, findings and statistics), each behind its selector byte;
+#   stream    send streams written by mk/stream-seeds.py (every command, v1 to
+#             v3, fallocate and zlib encoded writes, a full stream then a
+#             snapshot of it, an incremental one on the harness's /parent, a
+#             snapshot of its top level), btrsim send (ref's sender: full v1
+#             and v2, --no-data, two subvolumes, --compressed-data) of a small
+#             tree, and, as root with a loop mount, the kernel's btrfs send of
+#             one (full and -p incremental, --proto 2 --compressed-data with
+#             zlib, zstd and lzo, two subvolumes); uuids and times made
+#             deterministic.
 # Each raw corpus is reduced by afl-cmin (AFL++ build in AFL_B) into
 # fuzz/seeds/HARNESS/ (replacing what was there); without afl-cmin the raw
-# seeds are kept whole.
-# Usage: mk/fuzz-seeds.sh TOOLS_BUILD AFL_BUILD   (btrsim and fuzz-mkseed from TOOLS_BUILD)
+# seeds are kept whole.  HARNESS... (make fuzz-seeds HARNESS=NAME) replaces
+# only those corpora (default: all four).
+# Usage: mk/fuzz-seeds.sh TOOLS_BUILD AFL_BUILD [HARNESS...]
+#        (btrsim and fuzz-mkseed from TOOLS_BUILD)
 set -eu
-TB=${1:?usage: mk/fuzz-seeds.sh TOOLS_BUILD AFL_BUILD}
-AB=${2:?usage: mk/fuzz-seeds.sh TOOLS_BUILD AFL_BUILD}
+TB=${1:?usage: mk/fuzz-seeds.sh TOOLS_BUILD AFL_BUILD [HARNESS...]}
+AB=${2:?usage: mk/fuzz-seeds.sh TOOLS_BUILD AFL_BUILD [HARNESS...]}
+shift 2
+ONLY=${*:-image workload parse stream}
+for h in $ONLY; do
+	case $h in image | workload | parse | stream) ;;
+	*) echo "fuzz-seeds: $h: no such harness (image, workload, parse, stream)" >&2; exit 1 ;;
+	esac
+done
+want() { case " $ONLY " in *" $1 "*) return 0 ;; esac; return 1; }
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BTRSIM="$TB/btrsim"
 MKSEED="$TB/fuzz/fuzz-mkseed"
@@ -25,9 +44,10 @@ done
 # Not under /tmp: afl-cmin refuses to work there.
 T=$(mktemp -d "$TB/fuzz-seeds.XXXXXX")
 T=$(cd "$T" && pwd)
-trap 'rm -rf "$T"' EXIT
+MOUNTED=""
+trap '[ -z "$MOUNTED" ] || umount "$MOUNTED"; rm -rf "$T"' EXIT
 RAW="$T/raw"
-mkdir -p "$RAW/image" "$RAW/workload" "$RAW/parse"
+mkdir -p "$RAW/image" "$RAW/workload" "$RAW/parse" "$RAW/stream"
 # The sanitized tools must not fail on a leak report of their own: any report is an error.
 export ASAN_OPTIONS="detect_leaks=1"
 
@@ -183,8 +203,152 @@ printf '# relative_time, cycles_done, cur_item, corpus_count, pending_total, pen
 small_db findings
 echo "fuzz-seeds: $n parse seeds"
 
+# ---- stream ----------------------------------------------------------------
+# kstreams: the kernel's streams of a small tree on a loop-mounted btrfs
+# (compress=zlib and two files with the zstd and lzo properties, so that
+# --compressed-data gives encoded writes of each; commit=300: no periodic
+# commit moves the transids), each seed under 64 KiB.
+kstreams() {
+	k="$T/ksend"
+	mkdir -p "$k/mnt"
+	m="$k/mnt"
+	truncate -s 256M "$k/img" && mkfs.btrfs -q -f "$k/img" >"$T/mkfs.log" 2>&1 || return 1
+	mount -o loop,compress=zlib,commit=300 "$k/img" "$m" 2>"$T/mount.log" || return 1
+	MOUNTED=$m
+	mkdir "$m/d" "$m/e" &&
+		printf 'small inline file\n' >"$m/small" &&
+		yes 'btrsim fuzz seed data, a line of text' | head -c 12000 >"$m/d/text" &&
+		awk 'BEGIN { x = 7; for (i = 0; i < 5000; i++) { x = (x * 1103515245 + 12345) % 2147483648; printf "%c", 32 + x % 95 } }' \
+			>"$m/d/noise" &&
+		touch "$m/d/zst" "$m/d/lzo" &&
+		btrfs property set "$m/d/zst" compression zstd &&
+		btrfs property set "$m/d/lzo" compression lzo &&
+		yes 'zstd compressed, a line of text' | head -c 12000 >"$m/d/zst" &&
+		yes 'lzo compressed, a line of text' | head -c 12000 >"$m/d/lzo" &&
+		cp --reflink=always "$m/d/text" "$m/d/clone" &&
+		ln "$m/small" "$m/d/hard" &&
+		ln -s small "$m/link" &&
+		mkfifo "$m/fifo" &&
+		truncate -s 100000 "$m/sparse" && printf tail >>"$m/sparse" &&
+		fallocate -l 16K "$m/pre" &&
+		chown 1000:100 "$m/d/text" && chmod 640 "$m/d/text" || return 1
+	if command -v setfattr >/dev/null 2>&1; then
+		setfattr -n user.a -v 'v 1' "$m/d/text" && setfattr -n user.bin -v 0x00ff41 "$m/small" ||
+			return 1
+	fi
+	find "$m" -exec touch -h -d @1700000000 {} + &&
+		btrfs -q subvolume snapshot -r "$m" "$m/s1" >/dev/null || return 1
+	rm "$m/d/hard" && mv "$m/link" "$m/e/link2" && echo more >>"$m/d/text" &&
+		printf x | dd of="$m/d/noise" bs=1 seek=100 conv=notrunc 2>/dev/null &&
+		chmod 600 "$m/d/noise" && truncate -s 100 "$m/d/clone" && mkdir "$m/new" &&
+		mv "$m/e" "$m/new/" && cp --reflink=always "$m/d/noise" "$m/new/noise2" &&
+		rm "$m/fifo" && mknod "$m/c" c 1 3 || return 1
+	if command -v setfattr >/dev/null 2>&1; then setfattr -x user.a "$m/d/text" || return 1; fi
+	find "$m" -path "$m/s1" -prune -o -exec touch -h -d @1700000000 {} + &&
+		btrfs -q subvolume snapshot -r "$m" "$m/s2" >/dev/null &&
+		btrfs -q send -f "$k/full1" "$m/s1" &&
+		btrfs -q send --proto 2 --compressed-data -f "$k/full2" "$m/s1" &&
+		btrfs -q send -p "$m/s1" -f "$k/inc1" "$m/s2" &&
+		btrfs -q send -p "$m/s1" --proto 2 --compressed-data -f "$k/inc2" "$m/s2" &&
+		btrfs -q send --proto 2 --compressed-data -f "$k/both" "$m/s1" "$m/s2" || return 1
+	umount "$m" && MOUNTED="" || return 1
+	py="$ROOT/mk/stream-seeds.py"
+	python3 "$py" --normalize "$RAW/stream/k-full-v1" "$k/full1" &&
+		python3 "$py" --normalize "$RAW/stream/k-full-v2-compressed" "$k/full2" &&
+		python3 "$py" --normalize "$RAW/stream/k-full-inc-v1" "$k/full1" "$k/inc1" &&
+		python3 "$py" --normalize "$RAW/stream/k-full-inc-v2" "$k/full2" "$k/inc2" &&
+		python3 "$py" --normalize "$RAW/stream/k-two-subvols" "$k/both"
+}
+# bstreams: ref's own sender (btrsim send: full streams) of a small tree put
+# into a subvolume, snapshotted read-only before and after a few changes; and
+# --compressed-data of files put compressed with each algorithm.
+bstreams() {
+	b="$T/bsend"
+	mkdir -p "$b/src/d"
+	printf 'small inline file\n' >"$b/src/small"
+	yes 'btrsim send seed, a line of text' | head -c 9000 >"$b/src/d/text"
+	ln -s small "$b/src/link"
+	ln "$b/src/small" "$b/src/d/hard"
+	truncate -s 50000 "$b/src/sparse" && printf tail >>"$b/src/sparse"
+	mkfifo "$b/src/fifo"
+	if command -v setfattr >/dev/null 2>&1; then
+		setfattr -n user.a -v 'v 1' "$b/src/d/text" 2>/dev/null || true
+	fi
+	find "$b/src" -exec touch -h -d @1700000000 {} +
+	truncate -s 128M "$b/img"
+	"$BTRSIM" mkfs --seed 7 --time 1700000000 "$b/img" >/dev/null &&
+		"$BTRSIM" subvolume create "$b/img" /sv >/dev/null &&
+		"$BTRSIM" put "$b/img" "$b/src" /sv/tree >/dev/null &&
+		"$BTRSIM" subvolume snapshot -r "$b/img" /sv /snap1 >/dev/null &&
+		"$BTRSIM" mv "$b/img" /sv/tree/d/text /sv/tree/text2 >/dev/null &&
+		"$BTRSIM" rm "$b/img" /sv/tree/link >/dev/null &&
+		"$BTRSIM" mkdir "$b/img" /sv/tree/new >/dev/null &&
+		"$BTRSIM" subvolume snapshot -r "$b/img" /sv /snap2 >/dev/null &&
+		"$BTRSIM" send -q -f "$b/full1" "$b/img" /snap1 &&
+		"$BTRSIM" send -q --proto 2 -f "$b/full2" "$b/img" /snap1 &&
+		"$BTRSIM" send -q --no-data -f "$b/nodata" "$b/img" /snap1 &&
+		"$BTRSIM" send -q -f "$b/two" "$b/img" /snap1 /snap2 || return 1
+	# compressed extents (regular and inline) of each algorithm, sent encoded
+	mkdir -p "$b/c/zlib" "$b/c/zstd" "$b/c/lzo"
+	for a in zlib zstd lzo; do
+		yes "$a compressed, a line of text" | head -c 12000 >"$b/c/$a/big"
+		yes "$a inline" | head -c 1000 >"$b/c/$a/small"
+	done
+	find "$b/c" -exec touch -h -d @1700000000 {} +
+	"$BTRSIM" subvolume create "$b/img" /svc >/dev/null &&
+		for a in zlib zstd lzo; do
+			"$BTRSIM" put --compress=$a "$b/img" "$b/c/$a" /svc/$a >/dev/null || return 1
+		done &&
+		"$BTRSIM" subvolume snapshot -r "$b/img" /svc /snapc >/dev/null &&
+		"$BTRSIM" send -q --compressed-data -f "$b/comp" "$b/img" /snapc || return 1
+	rm -f "$b/img"
+	py="$ROOT/mk/stream-seeds.py"
+	python3 "$py" --normalize "$RAW/stream/b-full-v1" "$b/full1" &&
+		python3 "$py" --normalize "$RAW/stream/b-full-v2" "$b/full2" &&
+		python3 "$py" --normalize "$RAW/stream/b-no-data" "$b/nodata" &&
+		python3 "$py" --normalize "$RAW/stream/b-two-subvols" "$b/two" &&
+		python3 "$py" --normalize "$RAW/stream/b-compressed-data" "$b/comp"
+}
+if want stream; then
+	# The uuid of the harness's top level (ref_mkfs's, from its seed), for a
+	# snapshot of it.
+	mkdir -p "$T/base"
+	: >"$T/empty.st"
+	top=""
+	if "$TB/fuzz/fuzz-stream" -o "$T/base" "$T/empty.st" 2>/dev/null; then
+		top=$("$BTRSIM" subvolume show "$T/base/disk0.img" / | sed -n 's/^[[:space:]]*UUID:[[:space:]]*//p')
+	fi
+	[ -n "$top" ] || echo "fuzz-seeds: stream: the base's top-level uuid is unknown: no snapshot of it" >&2
+	python3 "$ROOT/mk/stream-seeds.py" "$RAW/stream" ${top:+--top-uuid "$top"}
+	if ! "$BTRSIM" help send >/dev/null 2>&1; then
+		echo "fuzz-seeds: stream: no btrsim send in $BTRSIM: no streams of ref's sender" >&2
+	elif ! bstreams 2>"$T/bsend.log"; then
+		echo "fuzz-seeds: stream: btrsim send failed: $(tail -n 1 "$T/bsend.log")" >&2
+		exit 1
+	fi
+	if [ "$(id -u)" != 0 ] || ! command -v btrfs >/dev/null 2>&1 ||
+		! command -v mkfs.btrfs >/dev/null 2>&1; then
+		echo "fuzz-seeds: stream: no kernel streams (they need root, btrfs and mkfs.btrfs)" >&2
+	elif ! kstreams; then
+		echo "fuzz-seeds: stream: no kernel streams: making them failed: $(tail -n 1 "$T/mount.log" 2>/dev/null)" >&2
+		[ -z "$MOUNTED" ] || umount "$MOUNTED"
+		MOUNTED=""
+		rm -f "$RAW"/stream/k-*
+	fi
+	# Every seed must receive whole (a seed that fails tells of a broken
+	# generator, or of a change in ref).
+	for f in "$RAW"/stream/*; do
+		if ! "$TB/fuzz/fuzz-stream" -v "$f" 2>"$T/stream.log" ||
+			! grep -q '^receive: 0$' "$T/stream.log"; then
+			echo "fuzz-seeds: stream: $(basename "$f") does not receive: $(grep -m1 -e '^receive' -e violation "$T/stream.log")" >&2
+			exit 1
+		fi
+	done
+	echo "fuzz-seeds: $(ls "$RAW/stream" | wc -l) stream seeds"
+fi
+
 # ---- afl-cmin ----------------------------------------------------------------
-for h in image workload parse; do
+for h in $ONLY; do
 	out="$ROOT/fuzz/seeds/$h"
 	rm -rf "$out"
 	mkdir -p "$(dirname "$out")"

@@ -17,7 +17,7 @@ unset HARNESS BTRSIM_PROGRESS COVERAGE_BATCH COVERAGE_TIMEOUT
 # Fake harness programs: each input they run is logged to $T/ran.HARNESS; an
 # input holding CRASH kills the process (SIGSEGV), one holding HANG hangs.
 mkdir -p "$T/fb/fuzz"
-for h in image workload parse; do
+for h in image workload parse stream; do
 	cat >"$T/fb/fuzz/fuzz-$h" <<EOF
 #!/bin/sh
 for f in "\$@"; do
@@ -98,7 +98,7 @@ done_check
 
 # ---- Errors: exit 1 and why ----
 run coverage-corpus-no-harness 1 sh "$COV" --corpus "$T/fb" "$T/misc"
-err_has "misc: which harness\? \(HARNESS=image\|workload\|parse, or CORPUS=image:"
+err_has "misc: which harness\? \(HARNESS=image\|workload\|parse\|stream, or CORPUS=image:"
 done_check
 run coverage-corpus-missing 1 sh "$COV" --corpus "$T/fb" "$T/nothing"
 err_has 'nothing: no such file or directory'
@@ -112,7 +112,7 @@ run coverage-corpus-no-program 1 sh "$COV" --corpus "$T/nob" "$T/s/parse"
 err_has 'fuzz-parse is missing'
 done_check
 run coverage-corpus-bad-harness 1 env HARNESS=oops sh "$COV" --corpus "$T/fb" "$T/misc"
-err_has 'HARNESS=oops: one of image workload parse'
+err_has 'HARNESS=oops: one of image workload parse stream'
 done_check
 
 # ---- The real plain harnesses of $BTRSIM's build ----

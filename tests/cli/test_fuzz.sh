@@ -1,9 +1,11 @@
 #!/bin/sh
 # The fuzzing harnesses (fuzz/README.md): the plain builds of fuzz-image,
-# fuzz-workload and fuzz-parse next to $BTRSIM (build/debug/fuzz/ under
-# `make test`: ASan+UBSan, leaks checked at exit) run the regression corpus
-# fuzz/regress/ and some seeds without a crash, a sanitizer report or a
-# violation; fuzz-mkseed round trips; `btrsim findings` records, lists,
+# fuzz-workload, fuzz-parse and fuzz-stream next to $BTRSIM (build/debug/fuzz/
+# under `make test`: ASan+UBSan, leaks checked at exit) run the regression
+# corpus fuzz/regress/ and some seeds without a crash, a sanitizer report or a
+# violation (every stream seed received whole); fuzz-stream's outcomes (crc32c
+# rewritten, a cut stream, a missing parent, -o and the image it writes
+# checked); fuzz-mkseed round trips; `btrsim findings` records, lists,
 # exports, replays and marks findings and imports AFL++'s statistics; and a
 # short real AFL++ campaign (make fuzz-run HARNESS=parse SECONDS=10) into a
 # temporary database, skipped with the reason when afl-fuzz cannot run.
@@ -11,7 +13,7 @@
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 B=$(cd "$(dirname "$BTRSIM")" && pwd)
 F="$B/fuzz"
-for h in image workload parse mkseed; do
+for h in image workload parse stream mkseed; do
 	[ -x "$F/fuzz-$h" ] || { echo "FAIL fuzz-build: $F/fuzz-$h is missing"; exit 1; }
 done
 
@@ -27,7 +29,7 @@ corpus() {
 err_lacks_violation() { ! grep -q 'btrsim-fuzz: violation' "$ERR" || fail "violation: $(grep -m1 violation "$ERR")"; }
 
 # ---- The regression corpus: every fixed finding, run each time ----
-for h in image workload parse; do
+for h in image workload parse stream; do
 	set -- "$ROOT"/fuzz/regress/$h/*
 	[ -f "$1" ] || set --
 	corpus "fuzz-regress-$h" "$h" "$@"
@@ -42,6 +44,75 @@ set -- "$ROOT"/fuzz/seeds/parse/*
 corpus fuzz-seeds-parse parse "$@"
 set -- $(ls "$ROOT"/fuzz/seeds/workload/* 2>/dev/null | head -n 3)
 corpus fuzz-seeds-workload workload "$@"
+# Every stream seed, each received whole (a seed ref now refuses is a change
+# in ref/send/ to look at).
+set -- "$ROOT"/fuzz/seeds/stream/*
+if [ -f "$1" ]; then
+	n=$#
+	corpus fuzz-seeds-stream stream -v "$@"
+	NAME=fuzz-seeds-stream-received
+	got=$(grep -c '^receive: 0$' "$ERR")
+	[ "$got" -eq "$n" ] || fail "$got of $n seeds received: $(grep -m1 '^receive: -' "$ERR")"
+	[ "$(grep -c '^check: 0$' "$ERR")" -eq "$n" ] || fail "a check found errors"
+	done_check
+else
+	echo "SKIP fuzz-seeds-stream: no input"
+fi
+
+# ---- fuzz-stream: what it makes of streams ----
+S="$ROOT/fuzz/seeds/stream"
+if [ -f "$S/full-then-snapshot" ] && [ -f "$S/incremental-on-parent" ]; then
+	run fuzz-stream-snapshot 0 "$F/fuzz-stream" -v "$S/full-then-snapshot"
+	err_has '^at subvol a$'
+	err_has '^at snapshot b$'
+	err_has '^receive: 0$'
+	err_has '^2 streams, [0-9]+ commands, 2 subvolumes finished, [0-9]+ bytes written$'
+	err_has '^umount: 0$'
+	err_has '^check: 0$'
+	err_has "^received subvolumes: 3 \(the base's 1 included\)$"
+	err_lacks_violation
+	done_check
+	# A byte of the first write's data changed: the harness rewrites the crc32c.
+	python3 -c 'import sys; d = bytearray(open(sys.argv[1], "rb").read()); d[2000] ^= 0x55; open(sys.argv[2], "wb").write(d)' \
+		"$S/full-then-snapshot" "$T/flip.st"
+	run fuzz-stream-crc-rewritten 0 "$F/fuzz-stream" -v "$T/flip.st"
+	err_has '^1 crc32c rewritten$'
+	err_has '^receive: 0$'
+	err_lacks_violation
+	done_check
+	# Cut in its second stream: the first subvolume received, the second left
+	# writable and not received; the file system consistent.
+	len=$(wc -c <"$S/full-then-snapshot")
+	head -c $((len - 300)) "$S/full-then-snapshot" >"$T/cut.st"
+	run fuzz-stream-cut 0 "$F/fuzz-stream" -v "$T/cut.st"
+	err_has '^receive: -74: offset [0-9]+: the stream ends inside'
+	err_has '^2 streams, [0-9]+ commands, 1 subvolumes finished'
+	err_has '^check: 0$'
+	err_has "^received subvolumes: 2 \(the base's 1 included\)$"
+	err_lacks_violation
+	done_check
+	# An incremental stream whose parent is nowhere.
+	python3 -c 'import sys; d = open(sys.argv[1], "rb").read(); open(sys.argv[2], "wb").write(d.replace(b"btrsim-parent-01", b"btrsim-parent-02"))' \
+		"$S/incremental-on-parent" "$T/orphan.st"
+	: >"$T/empty.st"
+	run fuzz-stream-refused 0 "$F/fuzz-stream" -v "$T/orphan.st" "$T/empty.st"
+	err_has '^receive: -2: offset 17: snapshot: cannot find the parent subvolume$'
+	err_has '^receive: -22: empty stream is not considered valid$'
+	err_lacks_violation
+	done_check
+	# -o: the disk as the receive left it, clean for btrsim check and btrfs check.
+	mkdir -p "$T/stream-out"
+	run fuzz-stream-save 0 "$F/fuzz-stream" -o "$T/stream-out" "$S/incremental-on-parent"
+	done_check
+	img="$T/stream-out/disk0.img"
+	run fuzz-stream-save-subvols 0 "$BTRSIM" subvolume list "$img"
+	out_has ' path parent$'
+	out_has ' path child$'
+	done_check
+	check fuzz-stream-save
+else
+	echo "SKIP fuzz-stream: no seeds full-then-snapshot and incremental-on-parent (make fuzz-seeds HARNESS=stream)"
+fi
 
 # ---- fuzz-mkseed: a btrsim image as a compact image, run whole ----
 truncate -s 128M "$T/a.img"
