@@ -50,6 +50,30 @@ int fuzz_process_init(char *err, size_t errlen)
 	return 0;
 }
 
+long fuzz_check(ref_fs *fs, FILE *log, char *first, size_t len)
+{
+	char *report = NULL;
+	size_t rlen = 0;
+	FILE *rf = open_memstream(&report, &rlen);
+	struct ref_check_opts co = { .out = rf ? rf : fuzz_devnull() };
+	long bad = ref_check(fs, &co);
+	if (rf)
+		fclose(rf);
+	first[0] = 0;
+	if (bad) {
+		/* the first ERROR line says what broke (the deduplication key) */
+		const char *e = report ? strstr(report, "ERROR: ") : NULL;
+		if (bad < 0)
+			snprintf(first, len, ": %s", ref_error(fs));
+		else if (e)
+			snprintf(first, len, ", the first: %.*s", (int)strcspn(e + 7, "\n"), e + 7);
+		if (log && report)
+			fputs(report, log);
+	}
+	free(report);
+	return bad;
+}
+
 void fuzz_log(FILE *log, const char *fmt, ...)
 {
 	if (!log)

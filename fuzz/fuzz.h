@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "ref/ref.h"
+
 struct fuzz_harness {
 	const char *name;    /* "image", "workload", "parse", "stream" */
 	const char *summary; /* one line */
@@ -60,6 +62,11 @@ FILE *fuzz_devnull(void);
 /* Prints FUZZ_VIOLATION_PREFIX and the message on one line to stderr, then
  * abort()s. */
 _Noreturn void fuzz_violation(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ref_check of fs, its report kept: the count of errors (or -errno), with
+ * ": why" (a failure) or ", the first: LINE" (the first ERROR line) in
+ * first, and the whole report written to log (when not NULL) after any. */
+long fuzz_check(ref_fs *fs, FILE *log, char *first, size_t len);
 
 /* printf to log when log is not NULL. */
 void fuzz_log(FILE *log, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

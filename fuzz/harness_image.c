@@ -407,28 +407,11 @@ static int image_one(const uint8_t *data, size_t len, FILE *log)
 		if (ref_open(vol, &oo, &fs, err, sizeof(err)))
 			fuzz_violation("image: clean before the writes, cannot be opened after "
 				       "them (commit %s): %s", u ? "failed" : "succeeded", err);
-		char *report = NULL;
-		size_t rlen = 0;
-		FILE *rf = open_memstream(&report, &rlen);
-		struct ref_check_opts co2 = { .out = rf ? rf : out };
-		long after = ref_check(fs, &co2);
-		if (rf)
-			fclose(rf);
-		if (after != 0) {
-			/* The first ERROR line says what broke (the deduplication key). */
-			char first[300] = "";
-			const char *e = report ? strstr(report, "ERROR: ") : NULL;
-			if (after < 0)
-				snprintf(first, sizeof(first), ": %s", ref_error(fs));
-			else if (e)
-				snprintf(first, sizeof(first), ", the first: %.*s", (int)strcspn(e + 7, "\n"),
-					 e + 7);
-			if (log && report)
-				fputs(report, log);
+		char first[300];
+		long after = fuzz_check(fs, log, first, sizeof(first));
+		if (after != 0)
 			fuzz_violation("image: clean before the writes, check gives %ld after them "
 				       "(commit %s)%s", after, u ? "failed" : "succeeded", first);
-		}
-		free(report);
 		if (ok && u == 0) {
 			char why[256];
 			verify_new_file(fs, why, sizeof(why));

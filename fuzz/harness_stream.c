@@ -298,29 +298,13 @@ static void run(const uint8_t *data, size_t len, FILE *log, sim_volume **out)
 		fuzz_violation("stream: the file system does not open after the receive (%s) "
 			       "and unmount (%s): %s", r ? strerror(-r) : "success",
 			       u ? strerror(-u) : "success", err);
-	char *report = NULL;
-	size_t rlen = 0;
-	FILE *rf = open_memstream(&report, &rlen);
-	struct ref_check_opts co = { .out = rf ? rf : fuzz_devnull() };
-	long bad = ref_check(fs, &co);
-	if (rf)
-		fclose(rf);
+	char first[300];
+	long bad = fuzz_check(fs, log, first, sizeof(first));
 	fuzz_log(log, "check: %ld", bad);
-	if (bad) {
-		char first[300] = "";
-		const char *e = report ? strstr(report, "ERROR: ") : NULL;
-		if (bad < 0)
-			snprintf(first, sizeof(first), ": %s", ref_error(fs));
-		else if (e)
-			snprintf(first, sizeof(first), ", the first: %.*s", (int)strcspn(e + 7, "\n"),
-				 e + 7);
-		if (log && report)
-			fputs(report, log);
+	if (bad)
 		fuzz_violation("stream: check gives %ld after the receive (%s) and unmount (%s)%s",
 			       bad, r ? strerror(-r) : "success", u ? strerror(-u) : "success",
 			       first);
-	}
-	free(report);
 	rec = count_received(fs);
 	fuzz_log(log, "received subvolumes: %ld (the base's %zu included)", rec, G.base_received);
 	if (rec >= 0 && (uint64_t)rec > G.base_received + st.subvols)
