@@ -9,21 +9,17 @@
 # command.  Usage errors: exit 2.
 . "$(dirname "$0")/lib.sh"
 export TZ=UTC
+MK=$(cd "$(dirname "$0")/../../mk" && pwd) # sendstream.py: streams written in python
+export MK
 
 # mkstream OUT VERSION [bad]: a stream of every command (python3).
 mkstream() {
 	python3 - "$@" <<'PY'
-import struct, sys
+import os, struct, sys
+sys.path.insert(0, os.environ['MK'])
+from sendstream import crc32c, tlv
 out, version = sys.argv[1], int(sys.argv[2])
 bad = sys.argv[3] if len(sys.argv) > 3 else ''
-def crc32c(data, crc=0):
-    for b in data:
-        crc ^= b
-        for _ in range(8):
-            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
-    return crc
-def tlv(t, v):
-    return struct.pack('<HH', t, len(v)) + v
 def u64(t, x): return tlv(t, struct.pack('<Q', x))
 def s(t, x): return tlv(t, x.encode())
 def ts(t, sec): return tlv(t, struct.pack('<QI', sec, 5))
@@ -162,14 +158,9 @@ out_has '^usage: btrsim receive \[-f FILE\] \[-e\] \[-q\] IMG... DIR'; done_chec
 # then an incremental one of "w" on it (uuid 22..., parent 11...).
 mkvalid() {
 	python3 - "$1" <<'PY'
-import struct, sys
-def crc32c(data, crc=0):
-    for b in data:
-        crc ^= b
-        for _ in range(8):
-            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
-    return crc
-def tlv(t, v): return struct.pack('<HH', t, len(v)) + v
+import os, struct, sys
+sys.path.insert(0, os.environ['MK'])
+from sendstream import crc32c, tlv
 def u64(t, x): return tlv(t, struct.pack('<Q', x))
 def s(t, x): return tlv(t, x.encode())
 def ts(t, sec): return tlv(t, struct.pack('<QI', sec, 0))
