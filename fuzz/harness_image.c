@@ -10,6 +10,7 @@
  * succeeded, the new file must read back as written.
  */
 #include "fuzz/fuzz.h"
+#include "ref/send.h"
 #include "ref/csum.h"
 #include "ref/ref.h"
 #include "ref/vfs.h"
@@ -349,6 +350,29 @@ static int image_save(const uint8_t *data, size_t len, const char *dir, char *er
 	return r;
 }
 
+/* Send streams of the first subvolumes (ref_send refuses writable ones at
+ * once), each full and against the one before, written nowhere: on a damaged
+ * image the sender must fail with an errno and a reason, never crash. */
+static void send_phase(ref_fs *fs, FILE *log)
+{
+	uint64_t *ids;
+	size_t n;
+	if (ref_subvol_ids(fs, &ids, &n))
+		return;
+	for (size_t k = 0; k < n && k < 4; k++) {
+		struct ref_send_opts o = { .proto = 1 + (uint32_t)(k % 2),
+					   .parent = k >= 2 ? ids[k - 1] : 0,
+					   .compressed_data = k % 2 };
+		char err[256] = "";
+		int r = ref_send(fs, ids[k], &o, fuzz_devnull(), NULL, err, sizeof(err));
+		fuzz_log(log, "send %llu: %d %s", (unsigned long long)ids[k], r, err);
+		if (r > 0 || (r < 0 && !err[0]))
+			fuzz_violation("image: send of subvolume %llu returned %d without a reason",
+				       (unsigned long long)ids[k], r);
+	}
+	free(ids);
+}
+
 static int image_one(const uint8_t *data, size_t len, FILE *log)
 {
 	struct fzi_header h;
@@ -385,6 +409,7 @@ static int image_one(const uint8_t *data, size_t len, FILE *log)
 		w.errors++;
 	fuzz_log(log, "walk: %u entries, %llu bytes read, %ld errors", WALK_ENTRIES - w.entries,
 		 (unsigned long long)(READ_BUDGET - w.bytes), w.errors);
+	send_phase(fs, log);
 	ref_close(fs);
 	if (h.flags & FZI_FLAG_NO_WRITE) {
 		sim_volume_close(vol);

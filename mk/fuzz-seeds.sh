@@ -115,8 +115,22 @@ bimage() { # NAME MKFS-OPTIONS... -- IMAGES...: btrsim mkfs + put
 	# shellcheck disable=SC2086
 	rm -f $imgs
 }
+bsnapshots() { # NAME: a subvolume with two read-only snapshots of it (send's input)
+	i="$T/b0.img"
+	truncate -s 128M "$i"
+	"$BTRSIM" mkfs --seed 7 --time 1700000000 "$i" >/dev/null &&
+		"$BTRSIM" subvolume create "$i" /sv >/dev/null &&
+		"$BTRSIM" put "$i" "$tree/." /sv >/dev/null &&
+		"$BTRSIM" subvolume snapshot -r "$i" /sv /ro1 >/dev/null &&
+		"$BTRSIM" mkdir "$i" /sv/later >/dev/null &&
+		"$BTRSIM" mv "$i" /sv/dir /sv/later/dir >/dev/null &&
+		"$BTRSIM" subvolume snapshot -r "$i" /sv /ro2 >/dev/null &&
+		"$MKSEED" --data 8192 -o "$RAW/image/$1" "$i" 2>>"$T/mkseed.log" && n=$((n + 1))
+	rm -f "$i"
+}
 bimage b-default -- b0.img
 bimage b-node4k -n 4k --csum xxhash -- b0.img
+bsnapshots b-snapshots
 bimage b-raid1 -d raid1 -m raid1 -- b0.img b1.img
 bimage b-raid0 -d raid0 -m raid1 -- b0.img b1.img
 echo "fuzz-seeds: $n image seeds"
