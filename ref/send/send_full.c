@@ -406,6 +406,32 @@ int send_place(struct sender *s, struct sinode *i)
 	return 0;
 }
 
+struct caps_ctx {
+	struct sender *s;
+	const char *path;
+};
+
+static int one_cap(void *ctx, const char *name, size_t nlen, const uint8_t *value, size_t vlen)
+{
+	struct caps_ctx *c = ctx;
+	if (nlen != sizeof(SEND_CAPS) - 1 || memcmp(name, SEND_CAPS, nlen))
+		return 0;
+	sw_cmd(&c->s->w, REF_SEND_C_SET_XATTR);
+	sw_str(&c->s->w, REF_SEND_A_PATH, c->path);
+	sw_attr(&c->s->w, REF_SEND_A_XATTR_NAME, name, nlen);
+	sw_attr(&c->s->w, REF_SEND_A_XATTR_DATA, value, vlen);
+	return send_end_cmd(c->s);
+}
+
+int send_caps(struct sender *s, uint64_t ino_nr, const char *path)
+{
+	struct ref_ino si = { s->subvol, ino_nr };
+	struct caps_ctx c = { s, path };
+	int r = ref_listxattr(s->fs, &si, one_cap, &c);
+	return r < 0 && s->errlen && !s->err[0] ? send_fail(s, -r, "%s: %s", path, ref_error(s->fs))
+						 : r;
+}
+
 struct xctx {
 	struct sender *s;
 	const char *path;
@@ -414,6 +440,8 @@ struct xctx {
 static int one_xattr(void *ctx, const char *name, size_t nlen, const uint8_t *value, size_t vlen)
 {
 	struct xctx *x = ctx;
+	if (nlen == sizeof(SEND_CAPS) - 1 && !memcmp(name, SEND_CAPS, nlen))
+		return 0; /* last, after chown and chmod (send_caps) */
 	sw_cmd(&x->s->w, REF_SEND_C_SET_XATTR);
 	sw_str(&x->s->w, REF_SEND_A_PATH, x->path);
 	sw_attr(&x->s->w, REF_SEND_A_XATTR_NAME, name, nlen);
@@ -480,7 +508,8 @@ int send_utimes(struct sender *s, const char *path, const struct ref_stat *st)
 	return send_end_cmd(s);
 }
 
-int send_owner_mode_times(struct sender *s, const char *path, const struct ref_stat *st)
+int send_owner_mode_times(struct sender *s, uint64_t ino, const char *path,
+			  const struct ref_stat *st)
 {
 	sw_cmd(&s->w, REF_SEND_C_CHOWN);
 	sw_str(&s->w, REF_SEND_A_PATH, path);
@@ -496,6 +525,8 @@ int send_owner_mode_times(struct sender *s, const char *path, const struct ref_s
 		if ((r = send_end_cmd(s)))
 			return r;
 	}
+	if ((r = send_caps(s, ino, path)))
+		return r;
 	return S_ISDIR(st->mode) ? 0 : send_utimes(s, path, st);
 }
 
@@ -537,7 +568,7 @@ int send_finish_new(struct sender *s, uint64_t ino_nr)
 	}
 	if (s->st)
 		s->st->inodes++;
-	return send_owner_mode_times(s, p, &st);
+	return send_owner_mode_times(s, ino_nr, p, &st);
 }
 
 /* Every directory's times, now that no entry changes any more (incremental:

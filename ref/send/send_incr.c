@@ -299,6 +299,8 @@ static ssize_t find_xattr(const struct xattrs *x, const char *name)
 	return -1;
 }
 
+/* The xattrs removed and set since the parent, but for the capabilities,
+ * which go last (send_caps). */
 static int xattr_diff(struct sender *s, uint64_t ino_nr, const char *path, bool *changed)
 {
 	struct xattrs a = { 0 }, b = { 0 };
@@ -320,7 +322,8 @@ static int xattr_diff(struct sender *s, uint64_t ino_nr, const char *path, bool 
 	}
 	for (size_t k = 0; !r && k < b.n; k++) {
 		ssize_t j = find_xattr(&a, b.name[k]);
-		if (j >= 0 && a.vlen[j] == b.vlen[k] && !memcmp(a.value[j], b.value[k], b.vlen[k]))
+		bool same = j >= 0 && a.vlen[j] == b.vlen[k] && !memcmp(a.value[j], b.value[k], b.vlen[k]);
+		if (same || !strcmp(b.name[k], SEND_CAPS))
 			continue;
 		*changed = true;
 		sw_cmd(&s->w, REF_SEND_C_SET_XATTR);
@@ -369,7 +372,8 @@ static int update_kept(struct sender *s, struct sinode *i, bool renamed)
 		if ((r = send_clone_add_self(s, i->ino)))
 			return r;
 	}
-	if (a.uid != b.uid || a.gid != b.gid) {
+	bool chown = a.uid != b.uid || a.gid != b.gid;
+	if (chown) {
 		sw_cmd(&s->w, REF_SEND_C_CHOWN);
 		sw_str(&s->w, REF_SEND_A_PATH, p);
 		sw_u64(&s->w, REF_SEND_A_UID, b.uid);
@@ -377,13 +381,19 @@ static int update_kept(struct sender *s, struct sinode *i, bool renamed)
 		if ((r = send_end_cmd(s)))
 			return r;
 	}
-	if ((a.mode & 07777) != (b.mode & 07777) && !S_ISLNK(b.mode)) {
+	/* a chown on the receiving side clears set-user-ID and set-group-ID:
+	 * the mode is sent again whenever it holds them */
+	bool chmod = (a.mode & 07777) != (b.mode & 07777) ||
+		     (chown && !S_ISDIR(b.mode) && (b.mode & (S_ISUID | S_ISGID)));
+	if (chmod && !S_ISLNK(b.mode)) {
 		sw_cmd(&s->w, REF_SEND_C_CHMOD);
 		sw_str(&s->w, REF_SEND_A_PATH, p);
 		sw_u64(&s->w, REF_SEND_A_MODE, b.mode & 07777);
 		if ((r = send_end_cmd(s)))
 			return r;
 	}
+	if ((r = send_caps(s, i->ino, p)))
+		return r;
 	if (S_ISDIR(b.mode)) {
 		i->done = true; /* its times at the end */
 		return 0;

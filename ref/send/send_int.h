@@ -135,8 +135,16 @@ int send_make_dirs(struct sender *s, struct sinode *i);
 int send_place(struct sender *s, struct sinode *i);
 int send_end_cmd(struct sender *s);
 int send_utimes(struct sender *s, const char *path, const struct ref_stat *st);
-/* chown, chmod (not for a symlink) and, unless a directory, utimes. */
-int send_owner_mode_times(struct sender *s, const char *path, const struct ref_stat *st);
+/* chown, chmod (not for a symlink), the capabilities (send_caps) and, unless
+ * a directory, utimes. */
+int send_owner_mode_times(struct sender *s, uint64_t ino, const char *path,
+			  const struct ref_stat *st);
+#define SEND_CAPS "security.capability"
+/* An inode's capabilities, when it has them, as the kernel's
+ * send_capabilities sends them: after its writes, truncate, chown and chmod,
+ * each of which drops them on the receiving side (btrfs-progs 6.2's receive
+ * sets them where they come, and does not keep them for after a chown). */
+int send_caps(struct sender *s, uint64_t ino, const char *path);
 /* Data commands for [from, to) of a regular file: writes (update_extent
  * with no_data) of what it holds. */
 int send_bytes(struct sender *s, const struct ref_ino *ino, const char *path, uint64_t from,

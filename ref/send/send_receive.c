@@ -39,6 +39,7 @@ struct recv {
 	uint64_t ctransid;
 	uint8_t caps[64];	   /* security.capability, set again after a chown */
 	uint32_t caps_len;
+	char caps_path[PATH_CAP];  /* of this file (btrfs-progs keeps no path: see do_chown) */
 	const struct ref_send_cmd *c; /* the command being applied */
 	uint64_t streams;
 	char *err;
@@ -357,6 +358,7 @@ static int do_xattr(struct recv *rv, const char *path, bool set)
 				return fail(rv, E2BIG, "%s: capabilities of %u bytes", path, vlen);
 			memcpy(rv->caps, v, vlen);
 			rv->caps_len = vlen;
+			snprintf(rv->caps_path, sizeof(rv->caps_path), "%s", path);
 		}
 		r = ref_lsetxattr(rv->fs, path, name, v, vlen, 0);
 	}
@@ -375,12 +377,17 @@ static int do_chown(struct recv *rv, const char *path)
 			    (unsigned long long)gid);
 	if ((r = ref_lchown(rv->fs, path, (uint32_t)uid, (uint32_t)gid)))
 		return op_fail(rv, r, path);
-	if (rv->caps_len) {
+	/* btrfs-progs 6.2 sets the kept value on whatever file the next chown
+	 * is for; here only on the file it came from (a stream that sets a
+	 * file's capabilities without chowning it does not give them to the
+	 * next file chowned) */
+	if (rv->caps_len && !strcmp(rv->caps_path, path)) {
 		r = ref_lsetxattr(rv->fs, path, "security.capability", rv->caps, rv->caps_len, 0);
 		rv->caps_len = 0;
 		if (r)
 			return op_fail(rv, r, path);
 	}
+	rv->caps_len = 0;
 	return 0;
 }
 

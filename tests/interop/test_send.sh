@@ -84,6 +84,8 @@ fallocate -l 1M "$S/prealloc"
 printf x | dd of="$S/prealloc" bs=1 seek=5000 conv=notrunc 2>/dev/null
 chattr +c "$S/x" 2>/dev/null
 yes compressible | head -c 400000 >"$S/x/comp"
+# file capabilities (cap_net_raw), which a receiver's write, truncate or chown drops
+setfattr -n security.capability -v 0x0100000200200000000000000000000000000000 "$S/x/comp"
 : >"$S/empty"
 printf small >"$S/inline"
 touch -d '2001-02-03 04:05:06.789' "$S/inline"
@@ -107,6 +109,8 @@ dd if=/dev/urandom of="$S/big" bs=4096 seek=300 count=5 conv=notrunc 2>/dev/null
 fallocate -p -o 8192 -l 16384 "$S/big"
 truncate -s 1000 "$S/sparse"
 chmod 700 "$S/x/comp"
+echo more >>"$S/x/comp" # the write drops its capabilities, set again after it: the
+setfattr -n security.capability -v 0x0100000200200000000000000000000000000000 "$S/x/comp" # stream must keep them
 chown 7:8 "$S/fifo"
 rm "$S/cdev" && mkdir "$S/cdev" && echo now-a-dir >"$S/cdev/in" # a name changes type
 rm "$S/dangle" && echo now-a-file >"$S/dangle"

@@ -2,7 +2,8 @@
  * test_send.c - ref_send (ref/send/) against ref_receive, on random trees:
  * a subvolume changed by random operations (files, directories, hard links,
  * symlinks, fifos, renames and exchanges across directories, removals,
- * writes, holes, truncates, xattrs, modes, owners, times; every other seed
+ * writes, holes, truncates, xattrs and file capabilities, modes with
+ * set-id bits, owners, times; every other seed
  * written compressed) is snapshotted read-only after each round; the first
  * snapshot is sent full, each next one against the one before, v1 and v2
  * (v2 of compressed data with encoded writes); a second file system receives the
@@ -66,13 +67,18 @@ static void random_op(ref_fs *fs, uint64_t *x)
 	case 12: {
 		char v[8];
 		snprintf(v, sizeof(v), "v%u", (unsigned)(rnd(x) % 100));
-		if (rnd(x) % 3)
+		/* a version 2 file capability (cap_net_raw permitted), which a
+		 * chown drops on both sides */
+		static const uint8_t caps[20] = { 1, 0, 0, 2, 0, 0x20 };
+		if (rnd(x) % 5 == 0)
+			ref_setxattr(fs, a, "security.capability", caps, sizeof(caps), 0);
+		else if (rnd(x) % 3)
 			ref_setxattr(fs, a, rnd(x) % 2 ? "user.a" : "user.b", v, strlen(v), 0);
 		else
 			ref_removexattr(fs, a, "user.a");
 		break;
 	}
-	case 13: ref_chmod(fs, a, (uint32_t)(rnd(x) % 01000)); break;
+	case 13: ref_chmod(fs, a, (uint32_t)(rnd(x) % 010000)); break; /* set-id bits too */
 	case 14: ref_chown(fs, a, (uint32_t)(rnd(x) % 3), (uint32_t)(rnd(x) % 3)); break;
 	case 15: {
 		struct timespec t[2] = { { (time_t)(rnd(x) % 1000000000), 5 },
