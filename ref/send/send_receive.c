@@ -141,6 +141,9 @@ static int path_attr(struct recv *rv, int type, const char *what, char *out)
  * kinds of entry), the top level included for the latter. */
 static int find_subvol(struct recv *rv, const uint8_t uuid[16], char *out, size_t cap)
 {
+	static const uint8_t zero[16];
+	if (!memcmp(uuid, zero, 16)) /* the uuid tree holds no zero uuid */
+		return -ENOENT;
 	uint64_t *ids;
 	size_t n;
 	int r = ref_subvol_ids(rv->fs, &ids, &n);

@@ -539,6 +539,19 @@ Test(receive, bad_streams_refused_with_the_offset)
 	done(&s);
 	end(&s);
 	expect_refused(fs, "/noparent", &s, ENOENT, "cannot find the parent subvolume");
+	/* a zero parent uuid is no subvolume's, though every subvolume never
+	 * received has a zero received uuid */
+	sb_begin(&s, 1);
+	cmd(&s, REF_SEND_C_SNAPSHOT);
+	astr(&s, REF_SEND_A_PATH, "vol");
+	attr(&s, REF_SEND_A_UUID, U2, 16);
+	a64(&s, REF_SEND_A_CTRANSID, 2);
+	static const uint8_t Z[16];
+	attr(&s, REF_SEND_A_CLONE_UUID, Z, 16);
+	a64(&s, REF_SEND_A_CLONE_CTRANSID, 1);
+	done(&s);
+	end(&s);
+	expect_refused(fs, "/zeroparent", &s, ENOENT, "cannot find the parent subvolume");
 	sb_begin(&s, 1);
 	subvol(&s, "vol", U1, 1);
 	path_cmd(&s, REF_SEND_C_MKFILE, "f", REF_SEND_A_INO, (uint64_t)257, 0);
