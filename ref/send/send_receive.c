@@ -221,7 +221,8 @@ static int begin_subvol(struct recv *rv, bool snapshot)
 	return 0;
 }
 
-static int write_all(struct recv *rv, const char *path, const uint8_t *d, uint64_t len, uint64_t off)
+static int write_all(struct recv *rv, const char *path, const uint8_t *d, uint64_t len,
+		     uint64_t off)
 {
 	ssize_t w = ref_write(rv->fs, path, d, len, off);
 	if (w < 0)

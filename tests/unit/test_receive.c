@@ -292,7 +292,8 @@ Test(receive, full_stream_builds_the_tree_received_and_read_only)
 	cr_assert_eq(lstat_of(fs, "/in/vol/p").mode, S_IFIFO | 0600);
 	struct ref_stat c = lstat_of(fs, "/in/vol/c");
 	cr_assert(S_ISCHR(c.mode));
-	cr_assert_eq(c.rdev, (1u << 20) | 3, "rdev %#llx", (unsigned long long)c.rdev); /* the kernel's MKDEV(1, 3) */
+	/* the kernel's MKDEV(1, 3) */
+	cr_assert_eq(c.rdev, (1u << 20) | 3, "rdev %#llx", (unsigned long long)c.rdev);
 	cr_assert_eq(lstat_of(fs, "/in/vol").mode, S_IFDIR | 0751);
 
 	struct ref_subvol_info si = info_at(fs, "/in/vol");

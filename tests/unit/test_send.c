@@ -2,14 +2,14 @@
  * test_send.c - ref_send (ref/send/) against ref_receive, on random trees:
  * a subvolume changed by random operations (files, directories, hard links,
  * symlinks, fifos, renames and exchanges across directories, removals,
- * writes, holes, truncates, xattrs and file capabilities, modes with
- * set-id bits, owners, times; every other seed
- * written compressed) is snapshotted read-only after each round; the first
- * snapshot is sent full, each next one against the one before, v1 and v2
- * (v2 of compressed data with encoded writes); a second file system receives the
- * streams, and every received snapshot must describe (the manifest, times
- * included) as its source does.  SEND_DEBUG=FILE keeps a failing stream.  The kernel's btrfs receive of the same
- * streams: tests/interop/test_send.sh.
+ * writes, holes, truncates, xattrs and file capabilities, modes with set-id
+ * bits, owners, times; every other seed written compressed) is snapshotted
+ * read-only after each round; the first snapshot is sent full, each next one
+ * against the one before, v1 and v2 (v2 of compressed data with encoded
+ * writes); a second file system receives the streams, and every received
+ * snapshot must describe (the manifest, times included) as its source does.
+ * SEND_DEBUG=FILE keeps a failing stream.  The kernel's btrfs receive of the
+ * same streams: tests/interop/test_send.sh.
  */
 #include "ref/send.h"
 #include "tests/unit/testutil.h"
