@@ -151,7 +151,7 @@ err_has 'x.st: No such file or directory'; done_check
 run not-image 1 "$BTRSIM" send -q -f "$T/w.st" "$T/s1.mf" /s1
 done_check
 if command -v script >/dev/null 2>&1; then
-	run terminal 2 script -qec "\"$BTRSIM\" send \"$img\" /s1" /dev/null
+	run terminal 2 script -qec "\"$BTRSIM\" send \"$img\" /s1" /dev/null </dev/null
 	grep -q 'not writing a send stream to a terminal' "$OUT" || fail "no refusal: $(head -c 200 "$OUT")"
 	done_check
 fi
