@@ -56,26 +56,6 @@ static const char usage_text[] =
 
 const struct cli_cmd cli_cmd_send;
 
-/* The subvolume whose UUID is uuid: 0 and *id, or -ENOENT. */
-static int by_uuid(ref_fs *fs, const uint8_t uuid[16], uint64_t *id)
-{
-	static const uint8_t zero[16];
-	uint64_t *ids;
-	size_t n;
-	if (!memcmp(uuid, zero, 16) || ref_subvol_ids(fs, &ids, &n))
-		return -ENOENT;
-	int r = -ENOENT;
-	for (size_t k = 0; k < n && r; k++) {
-		struct ref_subvol_info si;
-		if (!ref_subvol_info(fs, ids[k], &si) && !memcmp(si.uuid, uuid, 16)) {
-			*id = ids[k];
-			r = 0;
-		}
-	}
-	free(ids);
-	return r;
-}
-
 /* btrfs send's parent for SUBVOL when -c is given without -p
  * (find_good_parent): the subvolume it was snapshotted from, when that is
  * a clone source; else the clone source snapshotted from the same one
@@ -84,7 +64,8 @@ static int good_parent(ref_fs *fs, uint64_t id, const uint64_t *src, size_t n, u
 {
 	struct ref_subvol_info si, pi, ci;
 	uint64_t pid;
-	if (ref_subvol_info(fs, id, &si) || by_uuid(fs, si.parent_uuid, &pid) ||
+	if (ref_subvol_info(fs, id, &si) || ref_subvol_by_uuid(fs, si.parent_uuid, false, &pid) ||
+	    pid == BTRFS_FS_TREE_OBJECTID || /* a snapshot of the top level has no parent here */
 	    ref_subvol_info(fs, pid, &pi))
 		return -ENOENT;
 	for (size_t k = 0; k < n; k++)

@@ -186,6 +186,11 @@ int ref_subvol_info(ref_fs *fs, uint64_t subvol, struct ref_subvol_info *out);
 int ref_subvol_path(ref_fs *fs, uint64_t subvol, char *buf, size_t len);
 /* The ids of every linked subvolume but the top level, ascending; free *ids. */
 int ref_subvol_ids(ref_fs *fs, uint64_t **ids, size_t *n);
+/* The lowest-numbered linked subvolume, then the top level, whose
+ * received_uuid (received) or own uuid is uuid: 0 and *id, -ENOENT when none (a zero
+ * uuid is nobody's), or a read's -errno. */
+int ref_subvol_by_uuid(ref_fs *fs, const uint8_t uuid[BTRFS_UUID_SIZE], bool received,
+		       uint64_t *id);
 /* The default subvolume (the root tree's "default" entry). */
 int ref_subvol_default(ref_fs *fs, uint64_t *id);
 

@@ -137,6 +137,31 @@ int ref_subvol_ids(ref_fs *fs, uint64_t **ids, size_t *n)
 	return 0;
 }
 
+int ref_subvol_by_uuid(ref_fs *fs, const uint8_t uuid[BTRFS_UUID_SIZE], bool received,
+		       uint64_t *id)
+{
+	static const uint8_t zero[BTRFS_UUID_SIZE];
+	if (!memcmp(uuid, zero, BTRFS_UUID_SIZE)) /* the uuid tree holds no zero uuid */
+		return -ENOENT;
+	uint64_t *ids;
+	size_t n;
+	int r = ref_subvol_ids(fs, &ids, &n);
+	if (r)
+		return r;
+	r = -ENOENT;
+	for (size_t i = 0; i <= n && r == -ENOENT; i++) {
+		uint64_t sv = i < n ? ids[i] : BTRFS_FS_TREE_OBJECTID;
+		struct ref_subvol_info si;
+		if (!ref_subvol_info(fs, sv, &si) &&
+		    !memcmp(received ? si.received_uuid : si.uuid, uuid, BTRFS_UUID_SIZE)) {
+			*id = sv;
+			r = 0;
+		}
+	}
+	free(ids);
+	return r;
+}
+
 int ref_subvol_default(ref_fs *fs, uint64_t *id)
 {
 	struct ref_root tr;

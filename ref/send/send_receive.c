@@ -141,28 +141,12 @@ static int path_attr(struct recv *rv, int type, const char *what, char *out)
  * kinds of entry), the top level included for the latter. */
 static int find_subvol(struct recv *rv, const uint8_t uuid[16], char *out, size_t cap)
 {
-	static const uint8_t zero[16];
-	if (!memcmp(uuid, zero, 16)) /* the uuid tree holds no zero uuid */
-		return -ENOENT;
-	uint64_t *ids;
-	size_t n;
-	int r = ref_subvol_ids(rv->fs, &ids, &n);
+	uint64_t found;
+	int r = ref_subvol_by_uuid(rv->fs, uuid, true, &found);
+	if (r == -ENOENT)
+		r = ref_subvol_by_uuid(rv->fs, uuid, false, &found);
 	if (r)
 		return r;
-	uint64_t found = 0;
-	for (int pass = 0; pass < 2 && !found; pass++) {
-		for (size_t i = 0; i <= n && !found; i++) {
-			uint64_t id = i < n ? ids[i] : BTRFS_FS_TREE_OBJECTID;
-			struct ref_subvol_info si;
-			if (ref_subvol_info(rv->fs, id, &si))
-				continue;
-			if (!memcmp(pass ? si.uuid : si.received_uuid, uuid, 16))
-				found = id;
-		}
-	}
-	free(ids);
-	if (!found)
-		return -ENOENT;
 	char rel[PATH_CAP];
 	if ((r = ref_subvol_path(rv->fs, found, rel, sizeof(rel))))
 		return r;
