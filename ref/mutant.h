@@ -45,6 +45,10 @@
 #define MUTANT_LOG_NO_HOLES 12
 #define MUTANT_LOG_NO_DIR_RANGES 13
 #define MUTANT_LOG_NO_UNLINK 14
+/* receive (ref/send/send_receive.c): the new subvolume gets its received
+ * uuid as soon as it is made, not after the stream's last command (a crash
+ * part-way leaves a subvolume that shows as received, half filled). */
+#define MUTANT_RECEIVE_EARLY 15
 
 #ifdef BTRSIM_MUTANT
 #define MUTANT(x) (BTRSIM_MUTANT == MUTANT_##x)

@@ -65,7 +65,7 @@ static bool persists(const struct wl_op *op)
 	if (k == WL_WRITE)
 		return op->len && (op->flags & (WL_WRITE_SYNC | WL_WRITE_DSYNC));
 	return k == WL_FSYNC || k == WL_FDATASYNC || k == WL_SYNC || k == WL_SUBVOL_CREATE ||
-	       k == WL_SNAPSHOT || k == WL_SUBVOL_DELETE || k == WL_BALANCE;
+	       k == WL_SNAPSHOT || k == WL_SUBVOL_DELETE || k == WL_BALANCE || k == WL_RECEIVE;
 }
 
 /* Whether the workload has subvolume operations: then the oracle compares the
@@ -74,7 +74,8 @@ static bool has_subvol_ops(const struct wl_workload *w)
 {
 	for (size_t j = 0; j < w->n; j++)
 		if (w->ops[j].kind == WL_SUBVOL_CREATE || w->ops[j].kind == WL_SNAPSHOT ||
-		    w->ops[j].kind == WL_SUBVOL_DELETE || w->ops[j].kind == WL_SUBVOL_SYNC)
+		    w->ops[j].kind == WL_SUBVOL_DELETE || w->ops[j].kind == WL_SUBVOL_SYNC ||
+		    w->ops[j].kind == WL_RECEIVE)
 			return true;
 	return false;
 }
@@ -147,7 +148,13 @@ static int record(struct ex *x, sim_volume *vol, char *err, size_t errlen)
 			part.len = written;
 			mop = &part;
 		}
-		char merr[256];
+		char merr[512];
+		/* a receive's part-way states are the model's before it plus one */
+		struct model *pre = NULL;
+		if (op->kind == WL_RECEIVE && got == 0 && !(pre = model_clone(m))) {
+			r = fail(err, errlen, ENOMEM, "%s", "out of memory");
+			break;
+		}
 		if (model_apply(m, mop, mop == op ? got : 0, merr, sizeof(merr))) {
 			snprintf(err, errlen, "%s:%zu: the model cannot follow: %s",
 				 x->w->name ? x->w->name : "workload", op->line, merr);
@@ -158,6 +165,14 @@ static int record(struct ex *x, sim_volume *vol, char *err, size_t errlen)
 			   (x->ids && model_inos(m, &x->ids[j + 1].v, &x->ids[j + 1].n))) {
 			r = fail(err, errlen, ENOMEM, "%s", "out of memory");
 		}
+		if (!r && pre) {
+			r = explore_receive_span(x, j, pre, op, merr, sizeof(merr));
+			if (r == -EINVAL)
+				snprintf(err, errlen, "%s:%s", x->w->name ? x->w->name : "workload", merr);
+			else if (r)
+				r = fail(err, errlen, ENOMEM, "%s", "out of memory");
+		}
+		model_free(pre);
 		if (log_sync)
 			x->spans[j].ino = model_ino_of(m, op->path);
 		x->res->ops++;
@@ -664,8 +679,10 @@ int explore_run(const struct wl_workload *w, const struct explore_opts *o,
 	for (size_t j = 0; x.ids && j <= w->n + 1; j++)
 		model_inos_free(x.ids[j].v, x.ids[j].n);
 	free(x.ids);
-	for (size_t j = 0; x.spans && j <= w->n; j++)
+	for (size_t j = 0; x.spans && j <= w->n; j++) {
 		free(x.spans[j].logged);
+		explore_receive_free(&x.spans[j]);
+	}
 	free(x.spans);
 	free(x.dmg);
 	if (base)

@@ -23,6 +23,11 @@ struct span {
 	bool log_sync;
 	char *logged;
 	uint32_t ino;
+	/* A receive (explore_receive.c): the subvolume it makes (escaped),
+	 * the description before it with that subvolume empty and its lines
+	 * left out, the subvolumes then, and those after it with the
+	 * subvolume not yet read-only; NULL for other ops. */
+	char *rx_path, *rx_text, *rx_subv, *rx_rw_subv;
 };
 
 /* With treelog: the model's identities after j operations (model_inos). */
@@ -67,6 +72,17 @@ struct ex {
 /* explore_logtree.c: whether the recovered description text is legal at crash
  * point `point` with the fsync log replayed on some commit c in [lo, hi]:
  * 1, 0, or -1 out of memory. */
+/* receive (explore_receive.c): span j's alternatives from the model before
+ * op j, a receive that succeeded (x->snaps and x->subv filled up to j + 1);
+ * 0, -EINVAL with why in err (not one subvolume; the model cannot make the
+ * part-way state), -ENOMEM. */
+int explore_receive_span(struct ex *x, size_t j, const struct model *before,
+			 const struct wl_op *op, char *err, size_t errlen);
+void explore_receive_free(struct span *s);
+/* 1 when text (and subv, unless NULL) is a state a crash inside a receive
+ * among ops lo..hi - 1 may leave; 0 when not; -ENOMEM. */
+int explore_receive_legal(const struct ex *x, size_t lo, size_t hi, const char *text,
+			  const char *subv);
 int explore_logtree_legal(const struct ex *x, size_t point, size_t lo, size_t hi, const char *text);
 /* The first state the plain comparison may take: none before a log sync
  * that had returned (what it logged must be there; explore_logtree_legal

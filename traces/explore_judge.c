@@ -49,7 +49,8 @@ static char *describe(ref_fs *fs, char *why, size_t whylen)
 /* ---- The subvolumes the recovered file system shows ---- */
 
 /* model_describe_subvols's lines for what ref shows: a subvolume's root (an
- * entry leading into another tree, "subvol ro|rw" by its root item's flags)
+ * entry leading into another tree, "subvol ro|rw" by its root item's flags,
+ * " received" when it has a received uuid)
  * and a snapshot's stand-in for a nested subvolume (the kernel's inode 2). */
 struct svwalk {
 	ref_fs *fs;
@@ -104,8 +105,12 @@ static int sv_dir(struct svwalk *w, const struct ref_ino *dir, const char *path,
 			r = sv_line(w, sub, "stand-in");
 		} else if (e->ino.subvol != dir->subvol) {
 			struct ref_subvol_info info;
+			static const uint8_t none[BTRFS_UUID_SIZE];
 			if (ref_subvol_info(w->fs, e->ino.subvol, &info))
 				r = sv_fail(w, sub, ref_error(w->fs));
+			else if (memcmp(info.received_uuid, none, BTRFS_UUID_SIZE))
+				r = sv_line(w, sub, info.flags & BTRFS_ROOT_SUBVOL_RDONLY
+							    ? "subvol ro received" : "subvol rw received");
 			else
 				r = sv_line(w, sub, info.flags & BTRFS_ROOT_SUBVOL_RDONLY ? "subvol ro"
 											 : "subvol rw");
@@ -256,6 +261,8 @@ static enum explore_verdict judge_lost_disks(const struct ex *x, sim_volume *v, 
 			ok = !strcmp(text, x->snaps[j]);
 		if (!ok && x->o->treelog)
 			ok = explore_logtree_legal(x, point, lo, hi, text) > 0;
+		if (!ok)
+			ok = explore_receive_legal(x, lo, hi, text, NULL) > 0;
 		if (!ok) {
 			char diff[1200];
 			first_diff(x->snaps[hi], text, diff, sizeof(diff));
@@ -321,8 +328,15 @@ enum explore_verdict explore_judge(const struct ex *x, sim_volume *v, size_t poi
 				snprintf(sverr, sizeof(sverr), "out of memory");
 			ok = !x->subv || (subv && !strcmp(subv, x->subv[j]));
 		}
-		/* With the log tree: the last commit with the fsync log replayed. */
+		/* A crash inside a receive: its subvolume part-way. */
 		int lg = 0;
+		if (text && !ok && x->subv && !sverr[0]) {
+			if (!subv && !(subv = describe_subvols(fs, sverr, sizeof(sverr))) && !sverr[0])
+				snprintf(sverr, sizeof(sverr), "out of memory");
+			if (subv && (lg = explore_receive_legal(x, lo, hi, text, subv)) > 0)
+				ok = true;
+		}
+		/* With the log tree: the last commit with the fsync log replayed. */
 		if (text && !ok && tj == SIZE_MAX && x->o->treelog &&
 		    (lg = explore_logtree_legal(x, point, lo, hi, text)) > 0)
 			ok = true;

@@ -153,12 +153,13 @@ char *minimize_reproducer(const struct wl_workload *w, const struct explore_opts
 	for (size_t i = 0; i < w->n; i++) {
 		struct wl_op op = w->ops[i];
 		op.expect = res->results ? res->results[i] : 0;
-		char line[4096];
-		int l = wl_format(&op, line, sizeof(line));
-		if (l < 0 || (size_t)l >= sizeof(line))
-			fprintf(f, "# (an op too long to print)\n");
+		int l = wl_format(&op, NULL, 0); /* a receive's stream may be long */
+		char *line = l >= 0 ? malloc((size_t)l + 1) : NULL;
+		if (!line || wl_format(&op, line, (size_t)l + 1) != l)
+			fprintf(f, "# (an op that could not be printed)\n");
 		else
 			fprintf(f, "%s\n", line);
+		free(line);
 	}
 	if (fclose(f)) {
 		free(text);

@@ -41,6 +41,7 @@
  */
 #include "traces/manifest.h"
 #include "traces/model.h"
+#include "traces/model_internal.h"
 
 #include <errno.h>
 #include <sodium.h>
@@ -60,12 +61,16 @@
 /* Directory kinds (minode.kind). */
 enum { K_PLAIN, K_SUBVOL, K_STANDIN };
 
-/* Bytes [off, off + len) of the file are wl_write_content(seed, flags, ...)
- * (flags: a write's WL_WRITE_TEXT, or 0). */
+/* Bytes [off, off + len) of the file are those at o + shift (o the file
+ * offset) of wl_write_content(seed, flags, ...) (flags: a write's
+ * WL_WRITE_TEXT, or 0); shift is not 0 once an extent was cloned elsewhere.
+ * With EXT_LITERAL the bytes are a receive's, in memory the workload holds
+ * (model_receive.c): byte o is at address seed + o + shift. */
 struct extent {
-	uint64_t off, len, seed;
+	uint64_t off, len, seed, shift;
 	int flags;
 };
+#define EXT_LITERAL 0x100
 
 struct xattr {
 	char *name; /* NUL-terminated (names hold no NUL) */
@@ -87,6 +92,8 @@ struct minode {
 	uint32_t sv;	      /* the subvolume: the inode number of its root directory */
 	uint8_t kind;	      /* directories: K_PLAIN, K_SUBVOL (a subvolume's root), K_STANDIN */
 	bool ro;	      /* K_SUBVOL: a read-only subvolume */
+	bool received;	      /* K_SUBVOL: has a received uuid (btrfs receive finished it) */
+	uint8_t ruuid[16];    /* K_SUBVOL, received: the received uuid */
 	uint64_t size;	      /* regular files */
 	struct extent *ext;   /* regular files: sorted, disjoint, inside [0, size) */
 	size_t next, extcap;
@@ -160,6 +167,8 @@ static struct minode *inode_copy(const struct minode *n)
 	c->sv = n->sv;
 	c->kind = n->kind;
 	c->ro = n->ro;
+	c->received = n->received;
+	memcpy(c->ruuid, n->ruuid, sizeof(c->ruuid));
 	c->size = n->size;
 	const unsigned char *sha = atomic_load_explicit(&((struct minode *)n)->sha,
 							memory_order_acquire);
@@ -437,11 +446,15 @@ static int ext_clear(struct minode *f, uint64_t lo, uint64_t hi)
 			f->ext[out++] = e;
 			continue;
 		}
-		if (e.off < lo) /* the part before lo stays */
-			f->ext[out++] = (struct extent){ e.off, lo - e.off, e.seed, e.flags };
+		if (e.off < lo) { /* the part before lo stays */
+			f->ext[out] = e;
+			f->ext[out++].len = lo - e.off;
+		}
 		if (end > hi) { /* and the part after hi; at most once, at the end */
 			memmove(f->ext + out + 1, f->ext + i + 1, (f->next - i - 1) * sizeof(*f->ext));
-			f->ext[out++] = (struct extent){ hi, end - hi, e.seed, e.flags };
+			f->ext[out] = e;
+			f->ext[out].off = hi;
+			f->ext[out++].len = end - hi;
 			out += f->next - i - 1;
 			f->next = out;
 			return 0;
@@ -451,33 +464,50 @@ static int ext_clear(struct minode *f, uint64_t lo, uint64_t hi)
 	return 0;
 }
 
-/* Bytes [off, off + len) become wl_write_content(seed, flags, ...); len > 0,
- * no overflow. */
-static int ext_write(struct minode *f, uint64_t off, uint64_t len, uint64_t seed, int flags)
+/* Bytes [off, off + len) become those of e (its offset and length: off, len);
+ * len > 0, no overflow. */
+static int ext_put(struct minode *f, struct extent e)
 {
+	uint64_t off = e.off, len = e.len, seed = e.seed, shift = e.shift;
+	int flags = e.flags;
 	if (ext_reserve(f, 2) || ext_clear(f, off, off + len))
 		return -ENOMEM;
 	size_t at = 0;
 	while (at < f->next && f->ext[at].off < off)
 		at++;
 	memmove(f->ext + at + 1, f->ext + at, (f->next - at) * sizeof(*f->ext));
-	f->ext[at] = (struct extent){ off, len, seed, flags };
+	f->ext[at] = e;
 	f->next++;
-	/* Neighbours of the same seed and kind touching it are one extent: byte
-	 * o of a write depends on (seed, kind, o) alone. */
+	/* Neighbours of the same seed, shift and kind touching it are one
+	 * extent: byte o of a write depends on (seed, kind, o + shift) alone. */
 	if (at + 1 < f->next && f->ext[at + 1].seed == seed && f->ext[at + 1].flags == flags &&
-	    f->ext[at + 1].off == off + len) {
+	    f->ext[at + 1].shift == shift && f->ext[at + 1].off == off + len) {
 		f->ext[at].len += f->ext[at + 1].len;
 		memmove(f->ext + at + 1, f->ext + at + 2, (f->next - at - 2) * sizeof(*f->ext));
 		f->next--;
 	}
 	if (at > 0 && f->ext[at - 1].seed == seed && f->ext[at - 1].flags == flags &&
-	    f->ext[at - 1].off + f->ext[at - 1].len == off) {
+	    f->ext[at - 1].shift == shift && f->ext[at - 1].off + f->ext[at - 1].len == off) {
 		f->ext[at - 1].len += f->ext[at].len;
 		memmove(f->ext + at, f->ext + at + 1, (f->next - at - 1) * sizeof(*f->ext));
 		f->next--;
 	}
 	return 0;
+}
+
+/* Bytes [off, off + len) become wl_write_content(seed, flags, ...). */
+static int ext_write(struct minode *f, uint64_t off, uint64_t len, uint64_t seed, int flags)
+{
+	return ext_put(f, (struct extent){ .off = off, .len = len, .seed = seed, .flags = flags });
+}
+
+/* The n bytes of extent e at file offset o (inside it). */
+static void ext_bytes(const struct extent *e, uint64_t o, unsigned char *buf, size_t n)
+{
+	if (e->flags & EXT_LITERAL)
+		memcpy(buf, (const unsigned char *)(uintptr_t)(e->seed + o + e->shift), n);
+	else
+		wl_write_content(e->seed, e->flags, o + e->shift, buf, n);
 }
 
 static void put_le64(unsigned char *p, uint64_t v)
@@ -516,8 +546,7 @@ static void file_digest(const struct minode *f, unsigned char out[crypto_hash_sh
 			if (hi > end)
 				hi = end;
 			if (lo < hi)
-				wl_write_content(f->ext[k].seed, f->ext[k].flags, lo,
-						 blk + (lo - base), (size_t)(hi - lo));
+				ext_bytes(&f->ext[k], lo, blk + (lo - base), (size_t)(hi - lo));
 		}
 		while (e < f->next && f->ext[e].off + f->ext[e].len <= end)
 			e++;
@@ -1229,11 +1258,12 @@ out:
 
 /* setxattr, removexattr, chmod, chown, and the checks of utimes, fsync and
  * fdatasync: the object op->path names, following symlinks. */
-static int do_attr(struct model *m, const struct wl_op *op, char *err, size_t errlen)
+static int do_attr_at(struct model *m, const struct wl_op *op, bool follow, char *err,
+		      size_t errlen)
 {
 	struct why why;
 	uint32_t i;
-	int r = resolve(m, op->path, true, &i, &why);
+	int r = resolve(m, op->path, follow, &i, &why);
 	if (r < 0)
 		return r;
 	if (r > 0)
@@ -1289,6 +1319,11 @@ static int do_attr(struct model *m, const struct wl_op *op, char *err, size_t er
 		}
 		return 0;
 	}
+}
+
+static int do_attr(struct model *m, const struct wl_op *op, char *err, size_t errlen)
+{
+	return do_attr_at(m, op, true, err, errlen);
 }
 
 /* ---- Subvolumes ------------------------------------------------------------ */
@@ -1380,6 +1415,9 @@ static int do_snapshot(struct model *m, const struct wl_op *op, char *err, size_
 	struct minode *rn = m->ino[root];
 	rn->kind = K_SUBVOL;
 	rn->ro = op->flags & WL_SNAP_RDONLY;
+	/* create_pending_snapshot: a writable snapshot is not received */
+	if (!rn->ro)
+		rn->received = false;
 	struct minode *d = mut(m, nm.dir);
 	if (!d || dir_add(d, nm.last, root))
 		goto done;
@@ -1425,10 +1463,170 @@ static int do_subvol_delete(struct model *m, const struct wl_op *op, char *err, 
 	return r;
 }
 
+/* ---- What receive needs (model_internal.h) ---------------------------------- */
+
+int model_write_bytes(struct model *m, const char *path, uint64_t off, const uint8_t *data,
+		      size_t len, char *err, size_t errlen)
+{
+	struct wl_op op = { .kind = WL_WRITE, .path = (char *)path, .off = off, .len = len };
+	uint32_t i;
+	int r = file_of(m, &op, &i, err, errlen);
+	if (r)
+		return r;
+	if (off + len < off)
+		return disagree(err, errlen, &op, "the range passes 2^64");
+	if (!len)
+		return 0;
+	struct minode *f = mut(m, i);
+	if (!f)
+		return -ENOMEM;
+	forget_digest(f);
+	struct extent e = { .off = off, .len = len, .seed = (uint64_t)(uintptr_t)data,
+			    .shift = (uint64_t)0 - off, .flags = EXT_LITERAL };
+	if (ext_put(f, e))
+		return -ENOMEM;
+	if (f->size < off + len)
+		f->size = off + len;
+	killpriv(f);
+	return 0;
+}
+
+int model_clone_range(struct model *m, const char *dst, uint64_t doff, const char *src,
+		      uint64_t soff, uint64_t len, char *err, size_t errlen)
+{
+	struct wl_op op = { .kind = WL_WRITE, .path = (char *)dst, .off = doff, .len = len };
+	struct wl_op sop = { .kind = WL_WRITE, .path = (char *)src, .off = soff, .len = len };
+	uint32_t d, sr;
+	struct why why;
+	int r = file_of(m, &op, &d, err, errlen);
+	if (r || (r = resolve(m, src, true, &sr, &why)) < 0)
+		return r;
+	if (r > 0)
+		return disagree(err, errlen, &sop, "clone source: %s", why.text);
+	if (!S_ISREG(m->ino[sr]->mode))
+		return disagree(err, errlen, &sop, "the clone source is not a regular file");
+	if (doff + len < doff || soff + len < soff)
+		return disagree(err, errlen, &op, "the range passes 2^64");
+	if (!len)
+		return 0;
+	/* The source's extents in the range, taken before the destination
+	 * changes (they may be one file). */
+	const struct minode *s = m->ino[sr];
+	size_t n = 0;
+	struct extent *v = malloc((s->next ? s->next : 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (size_t k = 0; k < s->next; k++) {
+		struct extent e = s->ext[k];
+		uint64_t lo = e.off > soff ? e.off : soff;
+		uint64_t hi = e.off + e.len < soff + len ? e.off + e.len : soff + len;
+		if (lo >= hi)
+			continue;
+		/* byte o of the destination is the source's byte o - doff + soff */
+		e.shift += soff - doff;
+		e.off = lo - soff + doff;
+		e.len = hi - lo;
+		v[n++] = e;
+	}
+	struct minode *f = mut(m, d);
+	r = -ENOMEM;
+	if (!f)
+		goto out;
+	forget_digest(f);
+	if (ext_clear(f, doff, doff + len))
+		goto out;
+	for (size_t k = 0; k < n; k++)
+		if (ext_put(f, v[k]))
+			goto out;
+	if (f->size < doff + len)
+		f->size = doff + len;
+	killpriv(f);
+	r = 0;
+out:
+	free(v);
+	return r;
+}
+
+int model_apply_nofollow(struct model *m, const struct wl_op *op, char *err, size_t errlen)
+{
+	if (op->kind != WL_SETXATTR && op->kind != WL_REMOVEXATTR && op->kind != WL_CHOWN &&
+	    op->kind != WL_UTIMES)
+		return disagree(err, errlen, op, "not an attribute change");
+	return do_attr_at(m, op, false, err, errlen);
+}
+
+/* The subvolume root path leads to: 0 and *out, or disagree's -EINVAL. */
+static int subvol_at(struct model *m, const char *path, uint32_t *out, char *err, size_t errlen)
+{
+	struct wl_op op = { .kind = WL_RECEIVE, .path = (char *)path };
+	struct why why;
+	int r = resolve(m, path, false, out, &why);
+	if (r < 0)
+		return r;
+	if (r > 0)
+		return disagree(err, errlen, &op, "%s", why.text);
+	if (m->ino[*out]->kind != K_SUBVOL || *out == ROOT)
+		return disagree(err, errlen, &op, "not a subvolume in the model");
+	return 0;
+}
+
+int model_set_received(struct model *m, const char *path, const uint8_t uuid[16], char *err,
+		       size_t errlen)
+{
+	uint32_t i;
+	int r = subvol_at(m, path, &i, err, errlen);
+	if (r)
+		return r;
+	struct minode *n = mut(m, i);
+	if (!n)
+		return -ENOMEM;
+	n->received = true;
+	n->ro = true;
+	memcpy(n->ruuid, uuid, sizeof(n->ruuid));
+	return 0;
+}
+
+/* The absolute path of directory ino (names joined by '/'); malloc'd or NULL. */
+static char *dir_path(const struct model *m, uint32_t ino)
+{
+	if (ino == ROOT)
+		return strdup("/");
+	const struct minode *p = m->ino[m->ino[ino]->parent];
+	const char *name = NULL;
+	for (size_t k = 0; k < p->nents && !name; k++)
+		if (p->ents[k].ino == ino)
+			name = p->ents[k].name;
+	char *up = name ? dir_path(m, m->ino[ino]->parent) : NULL, *out = NULL;
+	if (up && asprintf(&out, "%s%s%s", up, strcmp(up, "/") ? "/" : "", name) < 0)
+		out = NULL;
+	free(up);
+	return out;
+}
+
+int model_find_received(const struct model *m, const uint8_t uuid[16], char **path)
+{
+	*path = NULL;
+	for (uint32_t i = 0; i < m->cap; i++) {
+		const struct minode *n = m->ino[i];
+		if (n && n->kind == K_SUBVOL && n->received && !memcmp(n->ruuid, uuid, 16))
+			return (*path = dir_path(m, i)) ? 0 : -ENOMEM;
+	}
+	return -ENOENT;
+}
+
+void model_swap(struct model *a, struct model *b)
+{
+	struct model t = *a;
+	*a = *b;
+	*b = t;
+}
+
 int model_apply(struct model *m, const struct wl_op *op, int result, char *err, size_t errlen)
 {
 	if (errlen)
 		err[0] = 0;
+	if (op->kind == WL_RECEIVE)
+		return model_receive(m, op, result, err, errlen);
 	if (result != 0)
 		return 0; /* a failed op changes nothing */
 	if (op->kind != WL_SYNC && op->kind != WL_MARK && op->kind != WL_CRASH &&
@@ -1684,7 +1882,8 @@ static void subvols_dir(const struct model *m, struct lines *l, const char *path
 		}
 		const struct minode *c = m->ino[d->ents[i].ino];
 		char *line = NULL;
-		if (c->kind == K_SUBVOL && asprintf(&line, "%s subvol %s\n", sub, c->ro ? "ro" : "rw") < 0)
+		if (c->kind == K_SUBVOL && asprintf(&line, "%s subvol %s%s\n", sub, c->ro ? "ro" : "rw",
+						    c->received ? " received" : "") < 0)
 			l->oom = true;
 		else if (c->kind == K_STANDIN && asprintf(&line, "%s stand-in\n", sub) < 0)
 			l->oom = true;

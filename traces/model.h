@@ -7,9 +7,10 @@
  * traces/manifest.c), so that the oracle can compare what the model says with
  * what a file system shows after recovering from a crash.
  *
- * The model is independent of ref/ (its own code; it calls nothing of ref,
- * and shares only the manifest's line formatter, traces/manifest.c, with the
- * walker of ref's images): it stands for what POSIX and Linux promise, not
+ * The model is independent of ref/ (its own code; it calls nothing of ref
+ * but the send-stream decoder of ref/send.h, which a `receive` reads its
+ * commands with, and shares only the manifest's line formatter,
+ * traces/manifest.c, with the walker of ref's images): it stands for what POSIX and Linux promise, not
  * for how ref implements them.  Its content digest is computed on its own
  * (the tests compare it with the manifest's).  It
  * assumes the workload runs as root (CAP_CHOWN, CAP_FOWNER, CAP_FSETID),
@@ -18,7 +19,9 @@
  *
  * File data is never stored: a `write` is kept as an extent (offset, length,
  * seed), since its bytes are wl_content(seed, offset) and can be recomputed;
- * a write at 1 TiB costs what a write at 0 costs.
+ * a write at 1 TiB costs what a write at 0 costs.  A `receive` writes the
+ * bytes of its stream, which the model points into: a receive op must
+ * outlive the models (and clones) it was applied to.
  *
  * Threads: one model must not be used by two threads at once; distinct
  * models (clones of one another included, which share inodes behind
@@ -61,6 +64,11 @@ void model_set_owner(struct model *m, uint32_t uid, uint32_t gid);
  */
 int model_apply(struct model *m, const struct wl_op *op, int result, char *err, size_t errlen);
 
+/* The subvolumes a `receive` op makes: DIR/NAME of each of its streams, in
+ * order (unescaped absolute paths, malloc'd, as is the array).  0, -EINVAL
+ * when op is no receive of well-formed streams, or -ENOMEM. */
+int model_receive_subvols(const struct wl_op *op, char ***paths, size_t *n);
+
 /*
  * The canonical description, in the format of `btrsim manifest` without
  * options (traces/manifest.c, mf_add): one line per name,
@@ -77,7 +85,7 @@ char *model_describe(const struct model *m);
  * What the description above cannot show: which directories are the roots
  * of subvolumes, and which are a snapshot's stand-ins for the subvolumes
  * nested in its source (the kernel's inode 2).  One line each,
- *   PATH subvol rw|ro     PATH stand-in
+ *   PATH subvol rw|ro[ received]     PATH stand-in
  * (PATH escaped as in the description; the top level is not listed), sorted
  * bytewise, each ending in '\n'; "" when there is none.  The crash oracle
  * compares it with what the recovered file system shows (explore_judge.c).

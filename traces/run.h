@@ -68,6 +68,10 @@ struct wl_host {
 int wl_host_open(const char *dir, struct wl_host *h, char *err, size_t errlen);
 void wl_host_close(struct wl_host *h);
 int wl_exec_host(void *host, const struct wl_op *op, char *err, size_t errlen);
+/* The host's receive: `btrfs receive` of the stream's len bytes into the
+ * directory dirfd (run_host_receive.c); 0, or the errno its last ERROR line
+ * names (EIO when none) with that line in err. */
+int wl_host_receive(int dirfd, const uint8_t *stream, size_t len, char *err, size_t errlen);
 
 /* ---- Random workloads ---- */
 

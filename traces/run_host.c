@@ -721,6 +721,14 @@ int wl_exec_host(void *host, const struct wl_op *op, char *err, size_t errlen)
 		return do_balance(h, err, errlen);
 	case WL_DEFRAG:
 		return do_defrag(h, op, err, errlen);
+	case WL_RECEIVE: {
+		int fd = open_path(h, op->path, O_PATH | O_DIRECTORY, 0, err, errlen);
+		if (fd < 0)
+			return fd;
+		int r = wl_host_receive(fd, op->value, op->vlen, err, errlen);
+		close(fd);
+		return r;
+	}
 	case WL_MARK:
 		return 0;
 	case WL_CRASH:

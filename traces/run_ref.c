@@ -2,9 +2,10 @@
  * run_ref.c - the ref target: each workload operation as the matching call
  * of ref/vfs.h on a mounted reference Btrfs (subvolume operations as
  * ref_subvol_create, ref_snapshot, ref_subvol_delete, ref_subvol_sync;
- * quota-enable as ref_qgroup_enable).
+ * quota-enable as ref_qgroup_enable; receive as ref_receive).
  */
 #include "traces/run.h"
+#include "ref/send.h"
 #include "ref/vfs.h"
 
 #include <errno.h>
@@ -92,6 +93,17 @@ int wl_exec_ref_partial(void *target, const struct wl_op *op, uint64_t *written,
 					.flags = op->flags ? REF_DEFRAG_COMPRESS : 0,
 					.compress = (uint8_t)op->flags };
 		r = ref_defrag(fs, op->path, &d, NULL);
+		break;
+	}
+	case WL_RECEIVE: {
+		/* btrfs receive -f STREAM DIR; its own message (with the
+		 * command's offset) is kept */
+		char why[512];
+		r = ref_receive(fs, op->path, op->value, op->vlen, NULL, NULL, why, sizeof(why));
+		if (r < 0 && errlen) {
+			snprintf(err, errlen, "%s", why);
+			return r;
+		}
 		break;
 	}
 	case WL_BALANCE: {

@@ -100,6 +100,26 @@ static void put_value(struct wl_out *o, const uint8_t *v, size_t n)
 		wl_putf(o, "%02x", v[i]);
 }
 
+/* 0x and two hex digits a byte, always (a send stream; "" when empty). */
+static void put_hex(struct wl_out *o, const uint8_t *v, size_t n)
+{
+	static const char digit[] = "0123456789abcdef";
+	if (!n) {
+		wl_put(o, "\"\"", 2);
+		return;
+	}
+	wl_put(o, "0x", 2);
+	char buf[512];
+	for (size_t i = 0; i < n;) {
+		size_t k = 0;
+		for (; i < n && k < sizeof(buf); i++, k += 2) {
+			buf[k] = digit[v[i] >> 4];
+			buf[k + 1] = digit[v[i] & 15];
+		}
+		wl_put(o, buf, k);
+	}
+}
+
 static void put_size(struct wl_out *o, uint64_t v)
 {
 	static const char suffix[] = "TGMK";
@@ -157,6 +177,7 @@ static void put_arg(struct wl_out *o, const struct wl_op *op, enum wl_arg a)
 	case WA_XNAME:
 	case WA_MARK: put_word(o, op->name); break;
 	case WA_XVALUE: put_value(o, op->value, op->vlen); break;
+	case WA_STREAM: put_hex(o, op->value, op->vlen); break;
 	case WA_MODE: wl_putf(o, "%04" PRIo32, op->mode); break;
 	case WA_OFF: put_size(o, op->off); break;
 	case WA_LEN: put_size(o, op->len); break;

@@ -32,6 +32,7 @@ enum wl_arg {
 	WA_SNAP,   /* ro -> flags (WL_SNAP_RDONLY) */
 	WA_WSYNC,  /* sync | dsync -> flags (WL_WRITE_SYNC, WL_WRITE_DSYNC) */
 	WA_DEFRAG, /* zlib | lzo | zstd -> flags (1, 2, 3) */
+	WA_STREAM, /* a send stream: a file name (read when parsed) or 0x hex -> value, vlen */
 };
 
 #define WL_MAX_ARGS 5

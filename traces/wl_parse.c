@@ -203,6 +203,68 @@ static int take_value(struct parser *p, struct wl_op *op, struct wl_tok *t, cons
 	return 0;
 }
 
+/* A send stream: 0x hex bytes, "" (empty), or the name of a file holding it,
+ * relative to the workload file's directory (the working directory for
+ * standard input and text), read now so that the op carries its bytes (a
+ * stored or printed workload has them as hex). */
+#define STREAM_MAX (UINT64_C(256) << 20)
+static int take_stream(struct parser *p, struct wl_op *op, struct wl_tok *t, const char *label)
+{
+	if (!t->n) {
+		op->vlen = 0;
+		op->value = (uint8_t *)t->s;
+		t->s = NULL;
+		return 0;
+	}
+	if (!t->quoted && t->n > 2 && t->s[0] == '0' && (t->s[1] == 'x' || t->s[1] == 'X'))
+		return take_value(p, op, t, label);
+	if (memchr(t->s, 0, t->n))
+		return arg_error(p, t, label, "is a file name holding a NUL");
+	char *path = NULL;
+	const char *slash = p->src.file ? strrchr(p->src.file, '/') : NULL;
+	if (t->s[0] != '/' && slash &&
+	    asprintf(&path, "%.*s/%s", (int)(slash - p->src.file), p->src.file, t->s) < 0)
+		return wl_nomem(&p->src);
+	FILE *f = fopen(path ? path : t->s, "rb");
+	int e = errno;
+	free(path);
+	if (!f)
+		return arg_error(p, t, label, strerror(e));
+	uint8_t *buf = NULL;
+	size_t len = 0, cap = 0;
+	int r = 0;
+	for (;;) {
+		if (len == cap) {
+			if (cap >= STREAM_MAX) {
+				r = arg_error(p, t, label, "is a file over 256 MiB");
+				break;
+			}
+			uint8_t *nb = realloc(buf, cap ? 2 * cap : 65536);
+			if (!nb) {
+				r = wl_nomem(&p->src);
+				break;
+			}
+			buf = nb;
+			cap = cap ? 2 * cap : 65536;
+		}
+		size_t got = fread(buf + len, 1, cap - len, f);
+		len += got;
+		if (got == 0) {
+			if (ferror(f))
+				r = arg_error(p, t, label, "could not be read");
+			break;
+		}
+	}
+	fclose(f);
+	if (r) {
+		free(buf);
+		return r;
+	}
+	op->value = buf;
+	op->vlen = len;
+	return 0;
+}
+
 /* ---- one line ----------------------------------------------------------- */
 
 static int keyword(struct parser *p, struct wl_tok *t, const char *label, const char *k1,
@@ -234,6 +296,7 @@ static int parse_arg(struct parser *p, struct wl_op *op, const struct wl_slot *s
 	case WA_XNAME: return take_string(p, t, l, &op->name);
 	case WA_MARK: return take_mark(p, t, l, &op->name);
 	case WA_XVALUE: return take_value(p, op, t, l);
+	case WA_STREAM: return take_stream(p, op, t, l);
 	case WA_MODE: return number(p, t, l, parse_mode(t, &op->mode));
 	case WA_OFF: return number(p, t, l, parse_u64(t, true, &op->off));
 	case WA_LEN: return number(p, t, l, parse_u64(t, true, &op->len));

@@ -51,6 +51,7 @@ const struct wl_kind_info wl_kinds[WL_NKINDS] = {
 	[WL_QUOTA_ENABLE] = K("quota-enable", 0, 0, { 0 }),
 	[WL_BALANCE] = K("balance", 0, 0, { 0 }),
 	[WL_DEFRAG] = K("defrag", 1, 2, P("PATH"), { WA_DEFRAG, "zlib|lzo|zstd" }),
+	[WL_RECEIVE] = K("receive", 2, 2, { WA_STREAM, "STREAM" }, P("DIR")),
 };
 
 #undef P
@@ -148,6 +149,8 @@ static const char *arg_problem(const struct wl_op *op, enum wl_arg a)
 		return op->name ? NULL : "xattr name is missing";
 	case WA_XVALUE:
 		return op->value || !op->vlen ? NULL : "xattr value is missing";
+	case WA_STREAM:
+		return op->value || !op->vlen ? NULL : "send stream is missing";
 	case WA_ATIME:
 		return time_ok(&op->atime) ? NULL : "atime nanoseconds out of range";
 	case WA_MTIME:
@@ -233,6 +236,7 @@ static int copy_arg(struct wl_op *d, const struct wl_op *s, enum wl_arg a)
 	case WA_MARK:
 		return dup_bytes(&d->name, s->name, strlen(s->name));
 	case WA_XVALUE:
+	case WA_STREAM:
 		d->vlen = s->vlen;
 		return dup_bytes(&d->value, s->value, s->vlen);
 	case WA_MODE: d->mode = s->mode; break;

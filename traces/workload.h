@@ -52,6 +52,9 @@ enum wl_kind {
 	WL_BALANCE,	/* balance                               every block group relocated (btrfs balance start --full-balance) */
 	/* Defragmentation (btrfs); not a persistence point. */
 	WL_DEFRAG,	/* defrag PATH [zlib|lzo|zstd]           flags: 0, or the compression (REF_COMPRESS_*) of -c */
+	/* Receive (btrfs receive); commits when each subvolume is finished. */
+	WL_RECEIVE,	/* receive STREAM DIR                    value/vlen: the send stream's bytes (STREAM: a file,
+			 * read when parsed, or 0x hex), path = DIR */
 	WL_NKINDS
 };
 
@@ -90,7 +93,8 @@ struct wl_op {
 	char *path2;	 /* link, rename: NEW (absolute); symlink: TARGET (any non-empty string);
 			  * snapshot: DEST (absolute) */
 	char *name;	 /* setxattr, removexattr: the xattr name; mark: the mark's name */
-	uint8_t *value;	 /* setxattr: the value, vlen bytes (NULL when vlen is 0 is allowed) */
+	uint8_t *value;	 /* setxattr: the value, vlen bytes (NULL when vlen is 0 is allowed);
+			  * receive: the send stream */
 	size_t vlen;
 	uint64_t off;	 /* write, fallocate */
 	uint64_t len;	 /* write, fallocate */

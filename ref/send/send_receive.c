@@ -17,6 +17,7 @@
  * no fs-verity).
  */
 #include "ref/compress.h"
+#include "ref/mutant.h"
 #include "ref/send.h"
 
 #include <errno.h>
@@ -199,6 +200,8 @@ static int begin_subvol(struct recv *rv, bool snapshot)
 			return op_fail(rv, r, name);
 		r = ref_snapshot(rv->fs, ppath, sub, false, NULL);
 	}
+	if (!r && MUTANT(RECEIVE_EARLY))
+		r = ref_subvol_set_received(rv->fs, sub, rv->uuid, rv->ctransid, NULL);
 	if (r)
 		return op_fail(rv, r, sub);
 	memcpy(rv->sub, sub, sizeof(sub));

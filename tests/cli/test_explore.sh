@@ -373,6 +373,42 @@ sed 's/ ([0-9]*\/s)//' "$OUT" >"$T/e1"
 cmp -s "$T/e1" "$T/e2" || fail "two runs differ"
 done_check
 
+# receive (issue 22): a full stream, then an incremental one on it (renames,
+# an unlink, a rewrite, xattrs, owners, a mode, a symlink, a hard link),
+# made with btrsim send.  A crash part-way may leave the subvolume writable
+# and not received, holding any part, or received and writable; never
+# received before the whole stream is in.  The incremental stream on a file
+# system without its parent fails before it makes anything (ENOENT), a
+# second receive of a name fails (EEXIST).
+rsrc="$T/rsrc"
+mkdir -p "$rsrc/d/e"
+printf 'hello\n' >"$rsrc/d/f"
+ln "$rsrc/d/f" "$rsrc/hard"
+ln -s d/f "$rsrc/sym"
+head -c 70000 /dev/urandom >"$rsrc/big"
+printf x >"$rsrc/gone"
+"$BTRSIM" mkfs --size 256M -f "$T/rsend.img" >/dev/null
+"$BTRSIM" subvolume create "$T/rsend.img" /vol >/dev/null
+"$BTRSIM" put "$T/rsend.img" "$rsrc/." /vol >/dev/null || fail "put"
+"$BTRSIM" subvolume snapshot -r "$T/rsend.img" /vol /s1 >/dev/null
+printf changed | "$BTRSIM" write "$T/rsend.img" /vol/big >/dev/null
+"$BTRSIM" mv "$T/rsend.img" /vol/d /vol/moved >/dev/null
+"$BTRSIM" rm "$T/rsend.img" /vol/gone >/dev/null
+"$BTRSIM" subvolume snapshot -r "$T/rsend.img" /vol /s2 >/dev/null
+"$BTRSIM" send -q -f "$T/s1.stream" "$T/rsend.img" /s1 || fail "send s1"
+"$BTRSIM" send -q -p /s1 -f "$T/s2.stream" "$T/rsend.img" /s2 || fail "send s2"
+cat >"$T/w12.wl" <<'W'
+mkdir /r
+receive s2.stream /r = ENOENT
+receive s1.stream /r
+create /r/s1/x = EROFS
+receive s1.stream /r = EEXIST
+receive s2.stream /r
+W
+run explore-receive 0 "$BTRSIM" explore "$T/w12.wl"
+out_has ' 0 violations$'
+done_check
+
 # The oracle catches each deliberately broken build: those of the commit
 # path on two small workloads, those of snapshots on the workloads above
 # that exercise what they break (a read-only snapshot; a snapshot inside its
@@ -384,6 +420,7 @@ catch_workloads() {
 	qgroup-no-inherit) echo w6 ;;
 	log-no-dir-ranges) echo w8 ;;
 	log-no-unlink) echo w10 ;;
+	receive-early) echo w12 ;;
 	log-super-first | log-no-csum) echo w9 ;;
 	log-*) echo w7 ;;
 	*) echo w1 w2 ;;
@@ -392,7 +429,7 @@ catch_workloads() {
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 for name in skip-flush cow-in-place super-first drop-dirty early-reuse snap-rw snap-no-commit \
 	qgroup-no-inherit log-super-first log-no-csum log-no-names log-no-holes log-no-dir-ranges \
-	log-no-unlink; do
+	log-no-unlink receive-early; do
 	M="$ROOT/build/mutants/btrsim-$name"
 	if [ ! -x "$M" ]; then
 		echo "SKIP explore-catches-$name: no $M (make mutants builds it; make test does)"

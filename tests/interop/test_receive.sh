@@ -201,3 +201,40 @@ else
 	fail "mount: $(head -c 200 "$T/m.err")"
 fi
 done_check
+
+# The workload op `receive STREAM DIR` on both targets: the kernel through
+# btrfs-progs' own receive (run --host), ref through ref_receive; the same
+# errno op by op (a missing parent ENOENT, a name received twice EEXIST),
+# and the same tree after.
+cat >"$T/rx.wl" <<'W'
+mkdir /r
+receive inc1.st /r = ENOENT
+receive full1.st /r
+receive full1.st /r = EEXIST
+receive inc1.st /r
+create /r/s2/x = EROFS
+W
+kimg="$T/kw.img"
+truncate -s 512M "$kimg"
+mkfs.btrfs -q -f "$kimg" >/dev/null 2>&1
+if mount -o loop "$kimg" "$T/mnt" 2>"$T/m.err"; then
+	MOUNTS="$T/mnt $MOUNTS"
+	run receive-op-kernel 0 "$BTRSIM" run --host "$T/mnt" "$T/rx.wl"
+	done_check
+	"$BTRSIM" manifest --host "$T/mnt" >"$T/kw.mf"
+	unmount "$T/mnt"
+	img="$T/rw.img"
+	truncate -s 512M "$img"
+	"$BTRSIM" mkfs -f "$img" >/dev/null
+	run receive-op-ref 0 "$BTRSIM" run "$T/rx.wl" "$img"
+	done_check
+	NAME=receive-op-same-tree
+	"$BTRSIM" manifest "$img" >"$T/rw.mf"
+	cmp -s "$T/kw.mf" "$T/rw.mf" || fail "differs: $(diff "$T/kw.mf" "$T/rw.mf" | head -4 | tr '\n' '|')"
+	done_check
+	check receive-op
+else
+	NAME=receive-op-kernel
+	fail "mount: $(head -c 200 "$T/m.err")"
+	done_check
+fi

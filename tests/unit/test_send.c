@@ -15,6 +15,7 @@
 #include "tests/unit/testutil.h"
 #include "tests/unit/wrutil.h"
 #include "traces/manifest.h"
+#include "traces/model.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -43,7 +44,9 @@ static void rpath(uint64_t *x, char *out, size_t cap)
 		l += (size_t)snprintf(out + l, cap - l, "/%s", names[rnd(x) % 8]);
 }
 
-static void random_op(ref_fs *fs, uint64_t *x)
+/* One random change of /vol; fifos only when `special` (the oracle's model
+ * has none). */
+static void random_op(ref_fs *fs, uint64_t *x, bool special)
 {
 	char a[128], b[128];
 	rpath(x, a, sizeof(a));
@@ -90,7 +93,7 @@ static void random_op(ref_fs *fs, uint64_t *x)
 		if (rnd(x) % 2)
 			ref_fallocate(fs, a, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 				      rnd(x) % 100000, 4096 + rnd(x) % 20000);
-		else
+		else if (special)
 			ref_mknod(fs, a, S_IFIFO | 0600, 0);
 		break;
 	}
@@ -168,7 +171,7 @@ static void one_seed(uint64_t seed)
 	char snap[ROUNDS][16];
 	for (int k = 0; k < ROUNDS; k++) {
 		for (int n = 0; n < 60; n++)
-			random_op(a, &x);
+			random_op(a, &x, true);
 		snprintf(snap[k], sizeof(snap[k]), "/s%d", k);
 		WU_OK(a, ref_snapshot(a, "/vol", snap[k], true, NULL));
 		size_t len;
@@ -204,6 +207,135 @@ Test(send, random_trees_full_then_incremental, .timeout = 300)
 {
 	for (uint64_t seed = 1; seed <= 40; seed++)
 		one_seed(seed);
+}
+
+/* The whole tree of fs as `btrsim manifest` without options shows it. */
+static char *describe_all(ref_fs *fs)
+{
+	struct ref_ino root;
+	WU_OK(fs, ref_subvol_root(fs, BTRFS_FS_TREE_OBJECTID, &root));
+	struct manifest m = { 0 };
+	char err[256];
+	cr_assert_eq(mf_walk_ref(&m, fs, &root, err, sizeof(err)), 0, "%s", err);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	cr_assert_eq(mf_print(&m, f), 0);
+	fclose(f);
+	mf_free(&m);
+	return buf;
+}
+
+/* The oracle's model of `receive` (traces/model_receive.c) against
+ * ref_receive: streams of random trees (full, then incremental with clones,
+ * v1 and v2) applied to the model and to a file system must describe alike,
+ * each received subvolume read-only and received in the model. */
+Test(send, the_model_receives_as_ref_does, .timeout = 300)
+{
+	for (uint64_t seed = 1; seed <= 12; seed++) {
+		sim_volume *va, *vb;
+		ref_fs *a = wu_fresh(&va, 256, 0), *b = wu_fresh(&vb, 256, 0);
+		uint64_t x = seed * 0x9e3779b97f4a7c15ull | 1;
+		struct model *m = model_new();
+		cr_assert_not_null(m);
+		WU_OK(a, ref_subvol_create(a, "/vol", NULL));
+		WU_OK(b, ref_mkdir(b, "/in", 0755));
+		struct wl_op mk = { .kind = WL_MKDIR, .path = "/in", .mode = 0755 };
+		char err[512];
+		cr_assert_eq(model_apply(m, &mk, 0, err, sizeof(err)), 0, "%s", err);
+		uint8_t *streams[4] = { 0 }; /* the model points into them: kept to the end */
+		for (int k = 0; k < 4; k++) {
+			for (int n = 0; n < 50; n++)
+				random_op(a, &x, false);
+			char snap[16], prev[16];
+			snprintf(snap, sizeof(snap), "/s%d", k);
+			snprintf(prev, sizeof(prev), "/s%d", k - 1);
+			WU_OK(a, ref_snapshot(a, "/vol", snap, true, NULL));
+			size_t len;
+			streams[k] = send_one(a, snap, k ? prev : NULL, 1 + (uint32_t)(k % 2), false, &len);
+			cr_assert_eq(ref_receive(b, "/in", streams[k], len, NULL, NULL, err, sizeof(err)),
+				     0, "seed %llu round %d: %s", (unsigned long long)seed, k, err);
+			struct wl_op op = { .kind = WL_RECEIVE, .path = "/in", .value = streams[k],
+					    .vlen = len };
+			cr_assert_eq(model_apply(m, &op, 0, err, sizeof(err)), 0,
+				     "seed %llu round %d: the model: %s", (unsigned long long)seed, k, err);
+			char *want = describe_all(b), *got = model_describe(m), d[600];
+			first_diff(want, got, d, sizeof(d));
+			cr_assert_str_eq(got, want, "seed %llu round %d: the model differs: %s",
+					 (unsigned long long)seed, k, d);
+			char *sv = model_describe_subvols(m), line[64];
+			snprintf(line, sizeof(line), "/in%s subvol ro received\n", snap);
+			cr_assert_not_null(strstr(sv, line), "seed %llu: %s", (unsigned long long)seed, sv);
+			free(sv);
+			free(want);
+			free(got);
+		}
+		model_free(m);
+		for (int k = 0; k < 4; k++)
+			free(streams[k]);
+		WU_OK(a, ref_umount(a));
+		WU_OK(b, ref_umount(b));
+		sim_volume_close(va);
+		sim_volume_close(vb);
+	}
+}
+
+/* What the model does with a receive that failed: nothing when it failed
+ * before making its subvolume (a missing parent, the name taken); it cannot
+ * follow one that failed after, nor a stream with what it does not model. */
+Test(send, the_model_on_failed_and_unmodelled_receives)
+{
+	sim_volume *va;
+	ref_fs *a = wu_fresh(&va, 256, 0);
+	WU_OK(a, ref_subvol_create(a, "/vol", NULL));
+	WU_OK(a, ref_create(a, "/vol/f", 0644));
+	WU_OK(a, ref_snapshot(a, "/vol", "/s0", true, NULL));
+	WU_OK(a, ref_create(a, "/vol/g", 0644));
+	WU_OK(a, ref_snapshot(a, "/vol", "/s1", true, NULL));
+	WU_OK(a, ref_mknod(a, "/vol/p", S_IFIFO | 0600, 0));
+	WU_OK(a, ref_snapshot(a, "/vol", "/s2", true, NULL));
+	size_t l0, l1, l2;
+	uint8_t *s0 = send_one(a, "/s0", NULL, 1, false, &l0);
+	uint8_t *s1 = send_one(a, "/s1", "/s0", 1, false, &l1);
+	uint8_t *s2 = send_one(a, "/s2", NULL, 1, false, &l2);
+	struct model *m = model_new();
+	char err[512], *before = model_describe(m);
+	struct wl_op op = { .kind = WL_RECEIVE, .path = "/", .value = s1, .vlen = l1 };
+	cr_assert_eq(model_apply(m, &op, -ENOENT, err, sizeof(err)), 0, "%s", err);
+	char *now = model_describe(m);
+	cr_assert_str_eq(now, before, "a receive without its parent changes nothing");
+	free(now);
+	cr_assert_eq(model_apply(m, &op, 0, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "no subvolume was received with the parent's uuid"), "%s", err);
+	op.value = s0;
+	op.vlen = l0;
+	cr_assert_eq(model_apply(m, &op, 0, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(model_apply(m, &op, -EEXIST, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(model_apply(m, &op, -EIO, err, sizeof(err)), 0, "the name is taken: %s", err);
+	op.value = s1;
+	op.vlen = l1;
+	cr_assert_eq(model_apply(m, &op, -EIO, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "after making its subvolume"), "%s", err);
+	op.value = s2;
+	op.vlen = l2;
+	op.path = "/other";
+	struct wl_op mk = { .kind = WL_MKDIR, .path = "/other", .mode = 0755 };
+	cr_assert_eq(model_apply(m, &mk, 0, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(model_apply(m, &op, 0, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "mkfifo") && strstr(err, "not modelled"), "%s", err);
+	uint8_t bad[40];
+	memcpy(bad, s0, sizeof(bad));
+	op.value = bad;
+	op.vlen = sizeof(bad);
+	cr_assert_eq(model_apply(m, &op, 0, err, sizeof(err)), -EINVAL, "a cut stream");
+	cr_assert_eq(model_apply(m, &op, -EBADMSG, err, sizeof(err)), 0, "%s", err);
+	model_free(m);
+	free(before);
+	free(s0);
+	free(s1);
+	free(s2);
+	WU_OK(a, ref_umount(a));
+	sim_volume_close(va);
 }
 
 Test(send, refuses_writable_and_bad_arguments)

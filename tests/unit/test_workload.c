@@ -135,7 +135,8 @@ Test(workload, every_operation_parses_with_its_defaults)
 		 "subvol-sync\n"
 		 "quota-enable\n"
 		 "balance\n"
-		 "defrag /d/f\n",
+		 "defrag /d/f\n"
+		 "receive 0x00ff /r\n",
 		 &w);
 	cr_assert_eq(w.n, WL_NKINDS, "one line per kind, in enum order");
 	cr_assert_str_eq(w.name, "w.txt");
@@ -185,6 +186,8 @@ Test(workload, every_operation_parses_with_its_defaults)
 	cr_assert_null(o[WL_SUBVOL_SYNC].path);
 	cr_assert_null(o[WL_QUOTA_ENABLE].path);
 	cr_assert_null(o[WL_BALANCE].path);
+	cr_assert_str_eq(o[WL_RECEIVE].path, "/r");
+	cr_assert_eq(o[WL_RECEIVE].vlen, 2);
 	wl_free(&w);
 	cr_assert_eq(w.n, 0);
 	cr_assert_null(w.ops);
@@ -622,6 +625,58 @@ Test(workload, files_that_cannot_be_read)
 	cr_assert_null(w.name);
 }
 
+/* receive STREAM DIR: hex bytes inline, or a file named relative to the
+ * workload's directory and read when parsed; printed back as hex always. */
+Test(workload, receive_streams_from_hex_and_files)
+{
+	struct wl_workload w = { 0 };
+	const struct wl_op *op = one("receive 0x62740001 /r", &w);
+	cr_assert_eq(op->kind, WL_RECEIVE);
+	cr_assert_str_eq(op->path, "/r");
+	cr_assert_eq(op->vlen, 4);
+	cr_assert(!memcmp(op->value, "bt\0\1", 4));
+	char *line = format(op);
+	cr_assert_str_eq(line, "receive 0x62740001 /r");
+	free(line);
+	wl_free(&w);
+	op = one("receive \"\" /r = EINVAL", &w);
+	cr_assert_eq(op->vlen, 0);
+	wl_free(&w);
+
+	static const uint8_t bytes[] = { 'b', 't', 'r', 0, 0xff, '\n' };
+	char *stream = temp_file(bytes, sizeof(bytes));
+	char *dir = strdup(stream), *slash = strrchr(dir, '/');
+	*slash = 0;
+	/* a workload in the stream's directory names it by its base name */
+	char text[256], err[512];
+	snprintf(text, sizeof(text), "%s/w.wl", dir);
+	FILE *f = fopen(text, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "receive %s /d\nreceive %s /e\n", slash + 1, stream);
+	fclose(f);
+	cr_assert_eq(wl_parse_file(text, &w, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(w.n, 2);
+	for (size_t i = 0; i < 2; i++) {
+		cr_assert_eq(w.ops[i].vlen, sizeof(bytes));
+		cr_assert(!memcmp(w.ops[i].value, bytes, sizeof(bytes)));
+	}
+	line = format(&w.ops[0]);
+	cr_assert_str_eq(line, "receive 0x62747200ff0a /d");
+	free(line);
+	wl_free(&w);
+	unlink(text);
+	unlink(stream);
+	free(stream);
+	free(dir);
+
+	parse_err("receive /nonexistent/s.stream /r",
+		  "w.txt:1:9: receive: STREAM \"/nonexistent/s.stream\" No such file or directory");
+	parse_err("receive 0x123 /r",
+		  "w.txt:1:9: receive: STREAM \"0x123\" has an odd number of hex digits");
+	parse_err("receive /tmp /r", "w.txt:1:9: receive: STREAM \"/tmp\" could not be read");
+	parse_err("receive 0x00", "w.txt:1:13: receive: missing DIR (usage: receive STREAM DIR)");
+}
+
 Test(workload, many_ops)
 {
 	size_t n = 100000;
@@ -712,6 +767,9 @@ static size_t sample_ops(struct wl_op *ops)
 	OP(.kind = WL_WRITE, .path = "/d/f", .off = 4096, .len = 100, .seed = 7,
 	   .flags = WL_WRITE_TEXT | WL_WRITE_DSYNC);
 	OP(.kind = WL_WRITE, .path = "/d/f", .len = 1, .seed = UINT64_MAX, .flags = WL_WRITE_TEXT);
+	OP(.kind = WL_RECEIVE, .path = "/r", .value = bin, .vlen = sizeof(bin));
+	OP(.kind = WL_RECEIVE, .path = "/r d", .value = text, .vlen = sizeof(text), .expect = ENOENT);
+	OP(.kind = WL_RECEIVE, .path = "/", .expect = EINVAL); /* an empty stream */
 #undef OP
 	return n;
 }
