@@ -342,7 +342,7 @@ static bool same_time(const struct timespec *a, const struct timespec *b)
 	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
 }
 
-/* A kept inode's changes: xattrs, data, size, owner, mode, times. */
+/* A kept inode's changes: xattrs, data, size, owner, mode, flags, times. */
 static int update_kept(struct sender *s, struct sinode *i, bool renamed)
 {
 	char p[PATH_CAP];
@@ -389,6 +389,16 @@ static int update_kept(struct sender *s, struct sinode *i, bool renamed)
 		sw_cmd(&s->w, REF_SEND_C_CHMOD);
 		sw_str(&s->w, REF_SEND_A_PATH, p);
 		sw_u64(&s->w, REF_SEND_A_MODE, b.mode & 07777);
+		if ((r = send_end_cmd(s)))
+			return r;
+	}
+	/* v2: the inode's flags (btrfs_inode_item.flags, whole) when they
+	 * changed, as the kernel's send_fileattr (never for a new inode or a
+	 * symlink; btrfs receive 6.2 ignores them) */
+	if (s->w.version >= 2 && a.flags != b.flags && !S_ISLNK(b.mode)) {
+		sw_cmd(&s->w, REF_SEND_C_FILEATTR);
+		sw_str(&s->w, REF_SEND_A_PATH, p);
+		sw_u64(&s->w, REF_SEND_A_FILEATTR, b.flags);
 		if ((r = send_end_cmd(s)))
 			return r;
 	}

@@ -9,7 +9,8 @@
 # snapshot (btrsim manifest --host --times of both), received UUID the
 # snapshot's UUID; btrfs receive --dump reads them; btrsim receive applies
 # them to a ref image with the same tree; --no-data gives update_extent
-# commands; two subvolumes make one stream; a writable subvolume is refused.
+# commands; two subvolumes make one stream; a writable subvolume is refused;
+# inode flags changed since the parent go as the kernel's fileattr (v2).
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib.sh"
 
@@ -117,6 +118,7 @@ rm "$S/dangle" && echo now-a-file >"$S/dangle"
 mkdir -p "$S/new/deep/er" && echo n >"$S/new/deep/er/n"
 mv "$S/b-top" "$S/new/deep/b"            # into a directory newer than itself
 echo changed >>"$S/x/f-link"
+chattr +A "$S/big" # its inode flags: a fileattr command in a v2 stream
 btrfs subvolume snapshot -r "$S" "$MP/s2" >/dev/null
 # s3..s10: a chain of snapshots, each a little changed
 prev=""
@@ -132,6 +134,7 @@ for i in 3 4 5 6 7 8 9 10; do
 done
 for i in 3 4 5 6 7 8 9 10; do "$BTRSIM" manifest --host "$MP/s$i" --times >"$T/s$i.mf"; done
 btrfs send -q -p "$MP/s1" -f "$T/kernel-inc.st" "$MP/s2"
+btrfs send -q --proto 2 -p "$MP/s1" -f "$T/kernel-inc2.st" "$MP/s2"
 "$BTRSIM" manifest --host "$MP/s1" --times >"$T/s1.mf"
 "$BTRSIM" manifest --host "$MP/s2" --times >"$T/s2.mf"
 sparse_blocks=$(stat -c %b "$MP/s1/sparse") # 512-byte blocks allocated: the holes stay holes
@@ -192,6 +195,14 @@ for i in 3 4 5 6 7 8 9 10; do
 	prev=$i
 done
 printf 'incremental s1 to s2: btrsim %s bytes, the kernel %s\n' "$(wc -c <"$T/inc.st")" "$(wc -c <"$T/kernel-inc.st")"
+# v2: the flags chattr changed go as a fileattr command, as the kernel's
+NAME=fileattr-as-the-kernel
+"$BTRSIM" send -q --proto 2 -p /s1 -f "$T/inc2.st" "$img" /s2 || fail "send --proto 2 -p"
+btrfs receive --dump -f "$T/kernel-inc2.st" | grep '^fileattr ' | sed 's/  */ /g' >"$T/kfa"
+btrfs receive --dump -f "$T/inc2.st" | grep '^fileattr ' | sed 's/  */ /g' >"$T/rfa"
+grep -q 'big fileattr=' "$T/kfa" || fail "set-up: the kernel sent no fileattr for big: $(cat "$T/kfa")"
+cmp -s "$T/kfa" "$T/rfa" || fail "differs: $(diff "$T/kfa" "$T/rfa" | tr '\n' '|')"
+done_check
 NAME=progs-receive-incremental
 if progs_receive inc ref1 inc inc3 inc4 inc5 inc6 inc7 inc8 inc9 inc10; then
 	for i in 2 3 4 5 6 7 8 9 10; do same_host s$i "$T/s$i.want"; done
