@@ -17,7 +17,6 @@
 #include "ref/send.h"
 #include "tests/unit/testutil.h"
 #include "tests/unit/wrutil.h"
-#include "traces/manifest.h"
 #include "traces/model.h"
 
 #include <criterion/criterion.h>
@@ -143,6 +142,35 @@ static void subvol(struct sb *s, const char *name, const uint8_t *uuid, uint64_t
 	astr(s, REF_SEND_A_PATH, name);
 	attr(s, REF_SEND_A_UUID, uuid, 16);
 	a64(s, REF_SEND_A_CTRANSID, ctransid);
+	done(s);
+}
+
+/* A snapshot command: NAME, its uuid and ctransid, the parent's. */
+static void snapshot(struct sb *s, const char *name, const uint8_t *uuid, uint64_t ctransid,
+		     const uint8_t *parent, uint64_t parent_ctransid)
+{
+	cmd(s, REF_SEND_C_SNAPSHOT);
+	astr(s, REF_SEND_A_PATH, name);
+	attr(s, REF_SEND_A_UUID, uuid, 16);
+	a64(s, REF_SEND_A_CTRANSID, ctransid);
+	attr(s, REF_SEND_A_CLONE_UUID, parent, 16);
+	a64(s, REF_SEND_A_CLONE_CTRANSID, parent_ctransid);
+	done(s);
+}
+
+/* A clone command: len bytes of SRC (in the subvolume of uuid) at src_off
+ * to PATH at off. */
+static void clone_to(struct sb *s, const char *path, uint64_t off, uint64_t len,
+		     const uint8_t *uuid, uint64_t ctransid, const char *src, uint64_t src_off)
+{
+	cmd(s, REF_SEND_C_CLONE);
+	astr(s, REF_SEND_A_PATH, path);
+	a64(s, REF_SEND_A_FILE_OFFSET, off);
+	a64(s, REF_SEND_A_CLONE_LEN, len);
+	attr(s, REF_SEND_A_CLONE_UUID, uuid, 16);
+	a64(s, REF_SEND_A_CLONE_CTRANSID, ctransid);
+	astr(s, REF_SEND_A_CLONE_PATH, src);
+	a64(s, REF_SEND_A_CLONE_OFFSET, src_off);
 	done(s);
 }
 
@@ -327,25 +355,11 @@ Test(receive, incremental_finds_its_parent_and_clones_copy)
 	full_stream(&s, data, n);
 	struct sb i = { 0 };
 	sb_begin(&i, 2);
-	cmd(&i, REF_SEND_C_SNAPSHOT);
-	astr(&i, REF_SEND_A_PATH, "vol2");
-	attr(&i, REF_SEND_A_UUID, U2, 16);
-	a64(&i, REF_SEND_A_CTRANSID, 9);
-	attr(&i, REF_SEND_A_CLONE_UUID, U1, 16);
-	a64(&i, REF_SEND_A_CLONE_CTRANSID, 7);
-	done(&i);
+	snapshot(&i, "vol2", U2, 9, U1, 7);
 	path_cmd(&i, REF_SEND_C_UNLINK, "dir/h", 0);
 	path_cmd(&i, REF_SEND_C_MKFILE, "o262-9-0", REF_SEND_A_INO, (uint64_t)262, 0);
 	two_paths(&i, REF_SEND_C_RENAME, "o262-9-0", REF_SEND_A_PATH_TO, "g");
-	cmd(&i, REF_SEND_C_CLONE);
-	astr(&i, REF_SEND_A_PATH, "g");
-	a64(&i, REF_SEND_A_FILE_OFFSET, 0);
-	a64(&i, REF_SEND_A_CLONE_LEN, 65536);
-	attr(&i, REF_SEND_A_CLONE_UUID, U1, 16);
-	a64(&i, REF_SEND_A_CLONE_CTRANSID, 7);
-	astr(&i, REF_SEND_A_CLONE_PATH, "dir/f");
-	a64(&i, REF_SEND_A_CLONE_OFFSET, 4096);
-	done(&i);
+	clone_to(&i, "g", 0, 65536, U1, 7, "dir/f", 4096);
 	/* 8 KiB of text, zlib-encoded as the kernel's encoded read gives it */
 	uint8_t plain[8192], enc[8192];
 	for (size_t k = 0; k < sizeof(plain); k++)
@@ -396,22 +410,6 @@ Test(receive, incremental_finds_its_parent_and_clones_copy)
 	sim_volume_close(vol);
 }
 
-/* The whole tree as `btrsim manifest` shows it. */
-static char *describe_all(ref_fs *fs)
-{
-	struct ref_ino root;
-	WU_OK(fs, ref_subvol_root(fs, BTRFS_FS_TREE_OBJECTID, &root));
-	struct manifest m = { 0 };
-	char err[256], *buf = NULL;
-	size_t len = 0;
-	cr_assert_eq(mf_walk_ref(&m, fs, &root, err, sizeof(err)), 0, "%s", err);
-	FILE *f = open_memstream(&buf, &len);
-	cr_assert_eq(mf_print(&m, f), 0);
-	fclose(f);
-	mf_free(&m);
-	return buf;
-}
-
 /* The oracle's model follows clones at other offsets (a range of one file
  * into another and into itself, one from the parent subvolume), writes
  * over them, a truncate and the owner of a symlink: it must describe what
@@ -430,17 +428,8 @@ Test(receive, the_model_follows_clones_at_other_offsets)
 	path_cmd(&s, REF_SEND_C_MKFILE, "f", REF_SEND_A_INO, (uint64_t)257, 0);
 	write_at(&s, "f", 0, data, n);
 	path_cmd(&s, REF_SEND_C_MKFILE, "g", REF_SEND_A_INO, (uint64_t)258, 0);
-	for (int k = 0; k < 2; k++) { /* f into g at another offset, then f into itself */
-		cmd(&s, REF_SEND_C_CLONE);
-		astr(&s, REF_SEND_A_PATH, k ? "f" : "g");
-		a64(&s, REF_SEND_A_FILE_OFFSET, k ? 73728 : 8192);
-		a64(&s, REF_SEND_A_CLONE_LEN, k ? 8192 : 40960);
-		attr(&s, REF_SEND_A_CLONE_UUID, U1, 16);
-		a64(&s, REF_SEND_A_CLONE_CTRANSID, 7);
-		astr(&s, REF_SEND_A_CLONE_PATH, "f");
-		a64(&s, REF_SEND_A_CLONE_OFFSET, k ? 0 : 4096);
-		done(&s);
-	}
+	clone_to(&s, "g", 8192, 40960, U1, 7, "f", 4096); /* into another file, elsewhere */
+	clone_to(&s, "f", 73728, 8192, U1, 7, "f", 0);	   /* into itself */
 	write_at(&s, "g", 10000, over, sizeof(over));
 	path_cmd(&s, REF_SEND_C_TRUNCATE, "g", REF_SEND_A_SIZE, (uint64_t)45000, 0);
 	cmd(&s, REF_SEND_C_SYMLINK);
@@ -454,22 +443,8 @@ Test(receive, the_model_follows_clones_at_other_offsets)
 	end(&s);
 	struct sb i = { 0 };
 	sb_begin(&i, 1);
-	cmd(&i, REF_SEND_C_SNAPSHOT);
-	astr(&i, REF_SEND_A_PATH, "vol2");
-	attr(&i, REF_SEND_A_UUID, U2, 16);
-	a64(&i, REF_SEND_A_CTRANSID, 9);
-	attr(&i, REF_SEND_A_CLONE_UUID, U1, 16);
-	a64(&i, REF_SEND_A_CLONE_CTRANSID, 7);
-	done(&i);
-	cmd(&i, REF_SEND_C_CLONE); /* from the parent, to a third offset */
-	astr(&i, REF_SEND_A_PATH, "f");
-	a64(&i, REF_SEND_A_FILE_OFFSET, 12288);
-	a64(&i, REF_SEND_A_CLONE_LEN, 4096);
-	attr(&i, REF_SEND_A_CLONE_UUID, U1, 16);
-	a64(&i, REF_SEND_A_CLONE_CTRANSID, 7);
-	astr(&i, REF_SEND_A_CLONE_PATH, "g");
-	a64(&i, REF_SEND_A_CLONE_OFFSET, 8192);
-	done(&i);
+	snapshot(&i, "vol2", U2, 9, U1, 7);
+	clone_to(&i, "f", 12288, 4096, U1, 7, "g", 8192); /* from the parent, to a third offset */
 	end(&i);
 	char err[512] = "";
 	WU_OK(fs, ref_mkdir(fs, "/in", 0755));
@@ -483,7 +458,7 @@ Test(receive, the_model_follows_clones_at_other_offsets)
 	op.value = i.b;
 	op.vlen = i.len;
 	cr_assert_eq(model_apply(m, &op, 0, err, sizeof(err)), 0, "%s", err);
-	char *want = describe_all(fs), *got = model_describe(m);
+	char *want = wu_manifest(fs, NULL, false), *got = model_describe(m);
 	cr_assert_str_eq(got, want);
 	free(got);
 	model_free(m);
@@ -635,40 +610,20 @@ Test(receive, bad_streams_refused_with_the_offset)
 	end(&s);
 	expect_refused(fs, "/nosub", &s, EINVAL, "before any subvol");
 	sb_begin(&s, 1);
-	cmd(&s, REF_SEND_C_SNAPSHOT);
-	astr(&s, REF_SEND_A_PATH, "vol");
-	attr(&s, REF_SEND_A_UUID, U2, 16);
-	a64(&s, REF_SEND_A_CTRANSID, 2);
-	attr(&s, REF_SEND_A_CLONE_UUID, U2, 16);
-	a64(&s, REF_SEND_A_CLONE_CTRANSID, 1);
-	done(&s);
+	snapshot(&s, "vol", U2, 2, U2, 1);
 	end(&s);
 	expect_refused(fs, "/noparent", &s, ENOENT, "cannot find the parent subvolume");
 	/* a zero parent uuid is no subvolume's, though every subvolume never
 	 * received has a zero received uuid */
 	sb_begin(&s, 1);
-	cmd(&s, REF_SEND_C_SNAPSHOT);
-	astr(&s, REF_SEND_A_PATH, "vol");
-	attr(&s, REF_SEND_A_UUID, U2, 16);
-	a64(&s, REF_SEND_A_CTRANSID, 2);
 	static const uint8_t Z[16];
-	attr(&s, REF_SEND_A_CLONE_UUID, Z, 16);
-	a64(&s, REF_SEND_A_CLONE_CTRANSID, 1);
-	done(&s);
+	snapshot(&s, "vol", U2, 2, Z, 1);
 	end(&s);
 	expect_refused(fs, "/zeroparent", &s, ENOENT, "cannot find the parent subvolume");
 	sb_begin(&s, 1);
 	subvol(&s, "vol", U1, 1);
 	path_cmd(&s, REF_SEND_C_MKFILE, "f", REF_SEND_A_INO, (uint64_t)257, 0);
-	cmd(&s, REF_SEND_C_CLONE);
-	astr(&s, REF_SEND_A_PATH, "f");
-	a64(&s, REF_SEND_A_FILE_OFFSET, 0);
-	a64(&s, REF_SEND_A_CLONE_LEN, 4096);
-	attr(&s, REF_SEND_A_CLONE_UUID, U2, 16);
-	a64(&s, REF_SEND_A_CLONE_CTRANSID, 1);
-	astr(&s, REF_SEND_A_CLONE_PATH, "f");
-	a64(&s, REF_SEND_A_CLONE_OFFSET, 0);
-	done(&s);
+	clone_to(&s, "f", 0, 4096, U2, 1, "f", 0);
 	end(&s);
 	expect_refused(fs, "/noclone", &s, ENOENT, "cannot find the clone source");
 	sb_begin(&s, 1);

@@ -14,7 +14,6 @@
 #include "ref/send.h"
 #include "tests/unit/testutil.h"
 #include "tests/unit/wrutil.h"
-#include "traces/manifest.h"
 #include "traces/model.h"
 
 #include <criterion/criterion.h>
@@ -102,18 +101,7 @@ static void random_op(ref_fs *fs, uint64_t *x, bool special)
 /* The manifest of subvolume path (times included) as one string. */
 static char *describe(ref_fs *fs, const char *path)
 {
-	struct ref_ino start;
-	WU_OK(fs, ref_lookup_path(fs, path, true, &start));
-	struct manifest m = { .times = true };
-	char err[256];
-	cr_assert_eq(mf_walk_ref(&m, fs, &start, err, sizeof(err)), 0, "%s: %s", path, err);
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	cr_assert_eq(mf_print(&m, f), 0);
-	fclose(f);
-	mf_free(&m);
-	return buf;
+	return wu_manifest(fs, path, true);
 }
 
 static uint8_t *send_one(ref_fs *fs, const char *path, const char *parent, uint32_t proto,
@@ -209,23 +197,6 @@ Test(send, random_trees_full_then_incremental, .timeout = 300)
 		one_seed(seed);
 }
 
-/* The whole tree of fs as `btrsim manifest` without options shows it. */
-static char *describe_all(ref_fs *fs)
-{
-	struct ref_ino root;
-	WU_OK(fs, ref_subvol_root(fs, BTRFS_FS_TREE_OBJECTID, &root));
-	struct manifest m = { 0 };
-	char err[256];
-	cr_assert_eq(mf_walk_ref(&m, fs, &root, err, sizeof(err)), 0, "%s", err);
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	cr_assert_eq(mf_print(&m, f), 0);
-	fclose(f);
-	mf_free(&m);
-	return buf;
-}
-
 /* The oracle's model of `receive` (traces/model_receive.c) against
  * ref_receive: streams of random trees (full, then incremental with clones,
  * v1 and v2) applied to the model and to a file system must describe alike,
@@ -259,7 +230,7 @@ Test(send, the_model_receives_as_ref_does, .timeout = 300)
 					    .vlen = len };
 			cr_assert_eq(model_apply(m, &op, 0, err, sizeof(err)), 0,
 				     "seed %llu round %d: the model: %s", (unsigned long long)seed, k, err);
-			char *want = describe_all(b), *got = model_describe(m), d[600];
+			char *want = wu_manifest(b, NULL, false), *got = model_describe(m), d[600];
 			first_diff(want, got, d, sizeof(d));
 			cr_assert_str_eq(got, want, "seed %llu round %d: the model differs: %s",
 					 (unsigned long long)seed, k, d);

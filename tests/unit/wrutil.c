@@ -3,6 +3,7 @@
 #include "imgutil.h"
 #include "testutil.h"
 #include "ref/mkfs.h"
+#include "traces/manifest.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -207,4 +208,24 @@ void wu_replay(sim_volume *vol, const struct sim_io *log, size_t upto)
 		else if (io->kind == SIM_IO_FLUSH)
 			cr_assert_eq(sim_flush(vol, io->disk), 0);
 	}
+}
+
+char *wu_manifest(ref_fs *fs, const char *path, bool times)
+{
+	struct ref_ino start;
+	if (path)
+		WU_OK(fs, ref_lookup_path(fs, path, true, &start));
+	else
+		WU_OK(fs, ref_subvol_root(fs, BTRFS_FS_TREE_OBJECTID, &start));
+	struct manifest m = { .times = times };
+	char err[256], *buf = NULL;
+	size_t len = 0;
+	cr_assert_eq(mf_walk_ref(&m, fs, &start, err, sizeof(err)), 0, "%s: %s", path ? path : "/",
+		     err);
+	FILE *f = open_memstream(&buf, &len);
+	cr_assert_not_null(f);
+	cr_assert_eq(mf_print(&m, f), 0);
+	fclose(f);
+	mf_free(&m);
+	return buf;
 }

@@ -47,6 +47,10 @@ uint64_t wu_file_extent(ref_fs *fs, const char *path);
 		cr_assert_eq(wu_r_, -(long)(err), "%s = %ld (%s), expected %s", #call, wu_r_, \
 			     strerror((int)-wu_r_), #err);                                   \
 	} while (0)
+/* The manifest (traces/manifest.c, `btrsim manifest`) of what path leads to
+ * (a final symlink followed), or of the whole tree from the top level when
+ * path is NULL; with times when asked.  A malloc'd text. */
+char *wu_manifest(ref_fs *fs, const char *path, bool times);
 /* Opens the volume read-only and asserts ref_check finds nothing; then
  * saves disk 0 and asserts `btrfs check --readonly` agrees (when installed). */
 void wu_expect_clean(sim_volume *vol);
