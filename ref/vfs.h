@@ -176,6 +176,36 @@ struct ref_defrag {
 	int8_t level;
 };
 int ref_defrag(ref_fs *fs, const char *path, const struct ref_defrag *d, uint64_t *sectors);
+
+/* Reflinks (ref/reflink/).  FICLONERANGE of Linux 6.18 on btrfs: the
+ * destination's bytes [doff, doff + len) become the source's [soff, soff +
+ * len) by sharing its extents (len 0: up to the source's end); offsets
+ * must be multiples of the sector, the length too unless the range ends
+ * where the source ends and that end lands at or past the destination's
+ * end; no range past the source's end, none overlapping itself in one
+ * file; both regular files, the destination writable, both with data
+ * checksums or both without.  The kernel's errnos (EISDIR, EINVAL, EROFS,
+ * EPERM, EFBIG; reflink_clone.c lists them).  The destination grows to doff
+ * + len when shorter, loses its file capabilities, gets new mtime and
+ * ctime.  ref_clone is FICLONE: the whole source at offset 0. */
+int ref_clone_range(ref_fs *fs, const char *src, uint64_t soff, uint64_t len, const char *dst,
+		    uint64_t doff);
+int ref_clone(ref_fs *fs, const char *src, const char *dst);
+/* FIDEDUPERANGE: [off, off + len) of src shared with each destination
+ * whose bytes at its offset are the same, compared and shared in one call.
+ * Returns 0 (each destination then holds its status: 0, REF_DEDUPE_DIFFERS,
+ * or -errno; bytes_deduped the length asked for, cut to 1 GiB, as the
+ * kernel reports it), or the whole call's -errno: ENOMEM for more than 127
+ * destinations, EISDIR, EINVAL for the source (reflink_dedupe.c). */
+#define REF_DEDUPE_DIFFERS 1 /* FILE_DEDUPE_RANGE_DIFFERS */
+struct ref_dedupe_dest {
+	const char *path;
+	uint64_t offset;
+	int status;		/* out */
+	uint64_t bytes_deduped; /* out */
+};
+int ref_dedupe_range(ref_fs *fs, const char *src, uint64_t off, uint64_t len,
+		     struct ref_dedupe_dest *dest, size_t n);
 int ref_setflags(ref_fs *fs, const char *path, uint32_t fsflags);
 /* The value's length; -ERANGE when len is too small (len 0: just the size). */
 ssize_t ref_getxattr(ref_fs *fs, const char *path, const char *name, void *value, size_t len);

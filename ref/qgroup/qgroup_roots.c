@@ -331,7 +331,11 @@ static int add_keyed_data(struct qg_view *v, const struct xref *e, uint64_t byte
 	if ((r = view_root(v, e->root, &vr)) < 0 || !vr->exists)
 		return r < 0 ? r : 0;
 	struct ref_root root = vr->root;
-	struct ref_key k = { e->ino, BTRFS_EXTENT_DATA_KEY, e->offset };
+	/* The reference's offset is the item's key offset less its offset into
+	 * the extent, modulo 2^64: a clone placing a range before where it sits
+	 * in the extent makes it wrap, and then the items lie from offset 0 on
+	 * (as the kernel's backref walk searches them). */
+	struct ref_key k = { e->ino, BTRFS_EXTENT_DATA_KEY, e->offset > INT64_MAX ? 0 : e->offset };
 	if (vr->drop_level >= 0 && ref_key_cmp(&k, &vr->drop_key) < 0)
 		k = vr->drop_key; /* (what lies before is dropped) */
 	struct ref_path p;
@@ -346,8 +350,7 @@ static int add_keyed_data(struct qg_view *v, const struct xref *e, uint64_t byte
 			break;
 		const struct btrfs_file_extent_item *fi = (const void *)d;
 		if (size >= sizeof(*fi) && fi->type != BTRFS_FILE_EXTENT_INLINE &&
-		    LE64(fi->disk_bytenr) == bytenr && ik.offset >= LE64(fi->offset) &&
-		    ik.offset - LE64(fi->offset) == e->offset) {
+		    LE64(fi->disk_bytenr) == bytenr && ik.offset - LE64(fi->offset) == e->offset) {
 			found++;
 			uint64_t leaf = p.blk[0]->bytenr;
 			if (leaf != last_leaf && (r = add_parent(v, leaf, 0, 1, acc)))

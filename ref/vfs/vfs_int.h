@@ -145,6 +145,20 @@ int dir_item_find(ref_fs *fs, const struct ref_root *root, const struct ref_key 
 int dir_is_empty(ref_fs *fs, const struct ref_ino *dir);
 
 /* data.c of the write path (write.c) */
+/* One file extent item, decoded. */
+struct fext {
+	struct ref_key key;
+	uint8_t type, compression;
+	uint64_t disk_bytenr, disk_num_bytes, offset, num_bytes, ram_bytes, generation;
+	uint64_t end; /* file offset after it (an inline one: its size rounded to a sector) */
+};
+/* The first extent of ino that ends after pos: 0, or 1 when there is none. */
+int file_extent_from(ref_fs *fs, const struct ref_ino *ino, uint64_t pos, struct fext *e);
+/* Inserts a file extent item (EUCLEAN when one is at that key already). */
+int file_insert_extent(ref_fs *fs, struct rw_tree *t, const struct ref_key *k,
+		       const struct btrfs_file_extent_item *fe);
+/* Turns an inline extent into a regular one (before the file grows past it). */
+int file_uninline(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_item *ii);
 int file_write(ref_fs *fs, const struct ref_ino *ino, const void *buf, size_t len, uint64_t off);
 int file_truncate(ref_fs *fs, const struct ref_ino *ino, uint64_t size);
 int file_fallocate(ref_fs *fs, const struct ref_ino *ino, int mode, uint64_t off, uint64_t len);

@@ -28,14 +28,6 @@ static uint64_t round_up(uint64_t v, uint64_t a)
 	return v + (a - v % a) % a;
 }
 
-/* One file extent item, decoded. */
-struct fext {
-	struct ref_key key;
-	uint8_t type, compression;
-	uint64_t disk_bytenr, disk_num_bytes, offset, num_bytes, ram_bytes, generation;
-	uint64_t end; /* file offset after it */
-};
-
 static int decode(ref_fs *fs, const struct ref_key *k, const uint8_t *d, uint32_t size,
 		  struct fext *e)
 {
@@ -63,8 +55,7 @@ static int decode(ref_fs *fs, const struct ref_key *k, const uint8_t *d, uint32_
 	return 0;
 }
 
-/* The first extent of ino that ends after pos: 0, or 1 when there is none. */
-static int extent_from(ref_fs *fs, const struct ref_ino *ino, uint64_t pos, struct fext *e)
+int file_extent_from(ref_fs *fs, const struct ref_ino *ino, uint64_t pos, struct fext *e)
 {
 	struct ref_root root;
 	int r = ref_find_root(fs, ino->subvol, &root);
@@ -114,8 +105,8 @@ static int set_fields(ref_fs *fs, struct rw_tree *t, const struct ref_key *k, ui
 	return 0;
 }
 
-static int insert_extent_item(ref_fs *fs, struct rw_tree *t, const struct ref_key *k,
-			      const struct btrfs_file_extent_item *fe)
+int file_insert_extent(ref_fs *fs, struct rw_tree *t, const struct ref_key *k,
+		       const struct btrfs_file_extent_item *fe)
 {
 	int r = bt_insert_data(fs, t, k, fe, FE_SIZE);
 	return r == -EEXIST ? ref_fail(fs, EUCLEAN, "file extent at %llu exists already",
@@ -132,7 +123,7 @@ int file_drop_extents(ref_fs *fs, const struct ref_ino *ino, uint64_t start, uin
 	uint64_t pos = start;
 	while (!r && pos < end) {
 		struct fext e;
-		if ((r = extent_from(fs, ino, pos, &e)))
+		if ((r = file_extent_from(fs, ino, pos, &e)))
 			return r == 1 ? 0 : r;
 		uint64_t es = e.key.offset, ee = e.end;
 		if (es >= end)
@@ -160,7 +151,7 @@ int file_drop_extents(ref_fs *fs, const struct ref_ino *ino, uint64_t start, uin
 			fe.num_bytes = htole64(ee - end);
 			struct ref_key nk = { ino->ino, BTRFS_EXTENT_DATA_KEY, end };
 			if (!r)
-				r = insert_extent_item(fs, t, &nk, &fe);
+				r = file_insert_extent(fs, t, &nk, &fe);
 			if (!r && e.disk_bytenr)
 				r = dref_data(fs, e.disk_bytenr, e.disk_num_bytes, ino->subvol, ino->ino,
 					      refoff, +1, false);
@@ -246,7 +237,7 @@ static int put_extent(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_
 	fe.ram_bytes = fe.num_bytes = htole64(ram);
 	struct ref_key k = { ino->ino, BTRFS_EXTENT_DATA_KEY, at };
 	if (!r)
-		r = insert_extent_item(fs, t, &k, &fe);
+		r = file_insert_extent(fs, t, &k, &fe);
 	ii->nbytes = htole64(LE64(ii->nbytes) + ram);
 	return r;
 }
@@ -301,7 +292,7 @@ static int inline_data(ref_fs *fs, const struct ref_ino *ino, uint8_t *buf, size
 		       uint64_t *len, bool *has)
 {
 	struct fext e;
-	int r = extent_from(fs, ino, 0, &e);
+	int r = file_extent_from(fs, ino, 0, &e);
 	*has = false;
 	if (r)
 		return r == 1 ? 0 : r;
@@ -358,8 +349,7 @@ static int write_inline(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inod
 	return write_inline_enc(fs, ino, ii, data, len, len, 0);
 }
 
-/* Turns an inline extent into a regular one (before the file grows past it). */
-static int uninline(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_item *ii)
+int file_uninline(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_item *ii)
 {
 	uint8_t *sector = calloc(1, fs->sectorsize);
 	if (!sector)
@@ -412,7 +402,7 @@ static int write_small(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode
 static int extent_after(ref_fs *fs, const struct ref_ino *ino, uint64_t pos)
 {
 	struct fext e;
-	int r = extent_from(fs, ino, pos, &e);
+	int r = file_extent_from(fs, ino, pos, &e);
 	return r == 1 ? 0 : r == 0 ? 1 : r;
 }
 
@@ -460,7 +450,7 @@ int file_write(ref_fs *fs, const struct ref_ino *ino, const void *buf, size_t le
 		return finish_write(fs, ino, &ii, r, newsize);
 	}
 	if (inl && off > INLINE_MERGE_MAX) {
-		if ((r = uninline(fs, ino, &ii)))
+		if ((r = file_uninline(fs, ino, &ii)))
 			return r;
 		inl = false;
 	}
@@ -528,7 +518,7 @@ static int zero_partial(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inod
 {
 	uint64_t ss = fs->sectorsize, a = from / ss * ss;
 	struct fext e;
-	int r = extent_from(fs, ino, a, &e);
+	int r = file_extent_from(fs, ino, a, &e);
 	if (r)
 		return r == 1 ? 0 : r;
 	if (e.key.offset >= a + ss || (e.type != BTRFS_FILE_EXTENT_INLINE && !e.disk_bytenr) ||
@@ -574,7 +564,7 @@ int file_truncate(ref_fs *fs, const struct ref_ino *ino, uint64_t newsize)
 		if (!r && newsize > ilen && newsize > size)
 			r = write_inline(fs, ino, &ii, data, newsize);
 	} else if (inl) {
-		r = uninline(fs, ino, &ii);
+		r = file_uninline(fs, ino, &ii);
 	}
 	if (!r && newsize < size && !(inl && fits_inline(fs, newsize))) {
 		if (newsize % ss)
@@ -600,7 +590,7 @@ static int prealloc(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_it
 	while (!r && pos < b) {
 		struct fext e;
 		uint64_t hole_end = b;
-		r = extent_from(fs, ino, pos, &e);
+		r = file_extent_from(fs, ino, pos, &e);
 		if (r < 0)
 			return r;
 		if (r == 0 && e.key.offset <= pos && (e.type == BTRFS_FILE_EXTENT_INLINE || e.disk_bytenr)) {
@@ -626,7 +616,7 @@ static int prealloc(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_it
 			struct ref_key k = { ino->ino, BTRFS_EXTENT_DATA_KEY, pos };
 			r = dref_data(fs, start, got, ino->subvol, ino->ino, pos, +1, true);
 			if (!r)
-				r = insert_extent_item(fs, t, &k, &fe);
+				r = file_insert_extent(fs, t, &k, &fe);
 			ii->nbytes = htole64(LE64(ii->nbytes) + got);
 			/* btrfs_prealloc_file_range: the inode is PREALLOC from now on
 			 * (should_nocow: its later writes are never compressed) */
@@ -681,7 +671,7 @@ int file_fallocate(ref_fs *fs, const struct ref_ino *ino, int mode, uint64_t off
 		/* An inline extent larger than ours (the kernel's max_inline goes up
 		 * to a sector) becomes a regular extent first. */
 		if (inl && ilen > VFS_MAX_INLINE) {
-			if ((r = uninline(fs, ino, &ii)))
+			if ((r = file_uninline(fs, ino, &ii)))
 				goto done;
 			inl = false;
 		}
@@ -697,13 +687,13 @@ int file_fallocate(ref_fs *fs, const struct ref_ino *ino, int mode, uint64_t off
 		/* btrfs_zero_range: the sectors wholly inside become preallocated
 		 * extents (reading as zeros), the partial ones at the edges are
 		 * zeroed where they hold data; the size grows unless keep-size. */
-		if (inl && (r = uninline(fs, ino, &ii)))
+		if (inl && (r = file_uninline(fs, ino, &ii)))
 			return r;
 		r = zero_range(fs, ino, &ii, off, end, true);
 		if (!r && !(mode & FALLOC_FL_KEEP_SIZE) && end > size)
 			ii.size = htole64(end);
 	} else {
-		if (inl && (r = uninline(fs, ino, &ii)))
+		if (inl && (r = file_uninline(fs, ino, &ii)))
 			return r;
 		r = prealloc(fs, ino, &ii, off / ss * ss, round_up(end, ss));
 		if (!r && !(mode & FALLOC_FL_KEEP_SIZE) && end > size)

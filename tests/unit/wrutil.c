@@ -62,6 +62,38 @@ uint64_t wu_file_extent(ref_fs *fs, const char *path)
 	return at;
 }
 
+uint64_t wu_extent_at(ref_fs *fs, const char *path, uint64_t off, uint8_t *type)
+{
+	struct ref_ino ino;
+	WU_OK(fs, ref_lookup_path(fs, path, true, &ino));
+	struct ref_root root;
+	WU_OK(fs, ref_find_root(fs, ino.subvol, &root));
+	struct ref_key k = { ino.ino, BTRFS_EXTENT_DATA_KEY, off };
+	struct ref_path p;
+	uint64_t at = 0;
+	if (type)
+		*type = 0xff;
+	if (ref_search_le(fs, &root, &k, &p) == 0) {
+		const uint8_t *d;
+		uint32_t size;
+		ref_path_item(&p, &k, &d, &size);
+		const struct btrfs_file_extent_item *fe = (const void *)d;
+		if (k.objectid == ino.ino && k.type == BTRFS_EXTENT_DATA_KEY) {
+			if (fe->type == BTRFS_FILE_EXTENT_INLINE) {
+				if (type)
+					*type = fe->type;
+			} else if (size >= sizeof(*fe) && off < k.offset + LE64(fe->num_bytes) &&
+				   LE64(fe->disk_bytenr)) {
+				at = LE64(fe->disk_bytenr) + LE64(fe->offset) + (off - k.offset);
+				if (type)
+					*type = fe->type;
+			}
+		}
+		ref_path_release(fs, &p);
+	}
+	return at;
+}
+
 void wu_expect_ref_clean(sim_volume *vol)
 {
 	ref_fs *fs;

@@ -33,6 +33,12 @@ sim_volume *wu_open_images(char *const *paths, unsigned n, uint64_t use, bool re
 /* The logical address of the first data extent of the regular file at path
  * (its first EXTENT_DATA item must be a regular extent). */
 uint64_t wu_file_extent(ref_fs *fs, const char *path);
+/* Where the byte at file offset off of path lives: the disk address of its
+ * extent plus its place in it (for an uncompressed extent, the byte's
+ * logical address), 0 in a hole; *type (may be NULL) the item's type
+ * (BTRFS_FILE_EXTENT_*), or 0xff in a hole.  Two files share that byte's
+ * extent when both give the same value. */
+uint64_t wu_extent_at(ref_fs *fs, const char *path, uint64_t off, uint8_t *type);
 /* Asserts a call returned >= 0, printing ref_error on failure. */
 #define WU_OK(fs, call)                                                                      \
 	do {                                                                                 \
