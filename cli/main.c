@@ -18,6 +18,7 @@ static const struct cli_cmd *const commands[] = {
 	&cli_cmd_ln,
 	&cli_cmd_truncate,
 	&cli_cmd_write,
+	&cli_cmd_dedupe,
 	&cli_cmd_put,
 	&cli_cmd_subvolume,
 	&cli_cmd_qgroup,
