@@ -24,6 +24,8 @@ extern const struct cli_cmd cli_cmd_demo;
 extern const struct cli_cmd cli_cmd_dump_super;
 extern const struct cli_cmd cli_cmd_dump_tree;
 extern const struct cli_cmd cli_cmd_ls;
+extern const struct cli_cmd cli_cmd_cp;
+extern const struct cli_cmd cli_cmd_clone;
 extern const struct cli_cmd cli_cmd_dedupe;
 extern const struct cli_cmd cli_cmd_cat;
 extern const struct cli_cmd cli_cmd_stat;

@@ -15,7 +15,7 @@
 
 static const char usage_text[] =
 	"usage: btrsim campaign [--seq N [--ops SET] [--files SET]] [--random N [--length L]]\n"
-	"                       [--subvol] [--quota] [--defrag]\n"
+	"                       [--subvol] [--quota] [--defrag] [--reflink]\n"
 	"                       [--shard I/N] [--limit N] [--db FILE] [explore options]\n"
 	"\n"
 	"Explore many workloads, each like 'btrsim explore', and record each as a run\n"
@@ -27,7 +27,8 @@ static const char usage_text[] =
 	"                      persistence point (traces/README.md, \"Bounded workloads\")\n"
 	"  --ops SET           the operations, comma-separated (all: create,mkdir,write,\n"
 	"                      fallocate,truncate,link,rename,unlink,rmdir,symlink,\n"
-	"                      setxattr,removexattr,chmod; defrag may be named too)\n"
+	"                      setxattr,removexattr,chmod; defrag, clone, clone-range\n"
+	"                      and dedupe may be named too)\n"
 	"  --files SET         the files, comma-separated absolute paths, 2 to 4, at most\n"
 	"                      one directory deep (/foo,/A/foo,/A/bar); the last does\n"
 	"                      not exist after the setup\n"
@@ -41,6 +42,7 @@ static const char usage_text[] =
 	"  --random N          N seeded random workloads (seeds SEED, SEED+1, ...)\n"
 	"  --length L          operations per random workload (200)\n"
 	"  --defrag            random workloads include defrag (gen-workload --defrag)\n"
+	"  --reflink           random workloads include clone, clone-range and dedupe\n"
 	"  --shard I/N         only workloads I, I+N, I+2N, ... (to split a campaign\n"
 	"                      across processes or machines; 0 <= I < N)\n"
 	"  --limit N           stop after N workloads\n"
@@ -104,7 +106,7 @@ static int cmd_campaign(int argc, char **argv)
 		{ "limit", required_argument, NULL, 'l' },  { "db", required_argument, NULL, 'D' },
 		{ "no-minimize", no_argument, NULL, 'M' },  { "quiet", no_argument, NULL, 'q' },
 		{ "report", required_argument, NULL, 'P' }, { "subvol", no_argument, NULL, 'V' },
-		{ "defrag", no_argument, NULL, 'G' },
+		{ "defrag", no_argument, NULL, 'G' },       { "reflink", no_argument, NULL, 'Y' },
 		{ "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 },
 	};
 	struct cli_explore ce;
@@ -136,6 +138,7 @@ static int cmd_campaign(int argc, char **argv)
 		case 'f': c.files = optarg; break;
 		case 'V': c.subvol = true; break;
 		case 'G': c.defrag = true; break;
+		case 'Y': c.reflink = true; break;
 		case 'R': c.random = v > 10000000 ? 10000000 : (size_t)v; break;
 		case 'L':
 			if (v < 1 || v > 100000)

@@ -30,6 +30,7 @@ static const char usage_text[] =
 	"  --text              writes with an odd seed write compressible text (tN),\n"
 	"                      then the same operations as without it\n"
 	"  --defrag            add defrag (some with a compression)\n"
+	"  --reflink           add clone, clone-range and dedupe\n"
 	"  -h, --help          show this help\n";
 
 const struct cli_cmd cli_cmd_gen;
@@ -44,6 +45,7 @@ static int cmd_gen(int argc, char **argv)
 		{ "no-sync", no_argument, NULL, 'S' },      { "help", no_argument, NULL, 'h' },
 		{ "subvols", no_argument, NULL, 'V' },      { "quota", no_argument, NULL, 'Q' },
 		{ "text", no_argument, NULL, 'T' },         { "defrag", no_argument, NULL, 'G' },
+		{ "reflink", no_argument, NULL, 'K' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct wl_gen_opts o = { .seed = 1, .ops = 1000 };
@@ -54,7 +56,7 @@ static int cmd_gen(int argc, char **argv)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		bool sizes = c == 'O' || c == 'L';
-		if (!strchr("SVQTGh?", c) && cli_parse_u64(optarg, &v, sizes))
+		if (!strchr("SVQTGKh?", c) && cli_parse_u64(optarg, &v, sizes))
 			return cli_usage_error(&cli_cmd_gen, "expected a number, not '%s'", optarg);
 		switch (c) {
 		case 's': o.seed = v; break;
@@ -86,6 +88,7 @@ static int cmd_gen(int argc, char **argv)
 		case 'Q': o.quota = true; break;
 		case 'T': o.text = true; break;
 		case 'G': o.defrag = true; break;
+		case 'K': o.reflink = true; break;
 		case 'h': return cli_help(&cli_cmd_gen);
 		default: return cli_usage_error(&cli_cmd_gen, "unknown option '%s'", argv[optind - 1]);
 		}
@@ -96,9 +99,9 @@ static int cmd_gen(int argc, char **argv)
 	int gr = wl_generate(&o, &w);
 	if (gr)
 		return cli_fail(&cli_cmd_gen, "%s", gr == -ENOMEM ? "out of memory" : strerror(-gr));
-	printf("# btrsim gen-workload --seed %llu --ops %zu%s%s%s%s\n", (unsigned long long)o.seed,
+	printf("# btrsim gen-workload --seed %llu --ops %zu%s%s%s%s%s\n", (unsigned long long)o.seed,
 	       o.ops, o.subvols ? " --subvols" : "", o.quota ? " --quota" : "",
-	       o.text ? " --text" : "", o.defrag ? " --defrag" : "");
+	       o.text ? " --text" : "", o.defrag ? " --defrag" : "", o.reflink ? " --reflink" : "");
 	int r = wl_print(stdout, &w);
 	wl_free(&w);
 	return r ? cli_fail(&cli_cmd_gen, "writing the workload failed") : 0;

@@ -18,6 +18,8 @@ static const struct cli_cmd *const commands[] = {
 	&cli_cmd_ln,
 	&cli_cmd_truncate,
 	&cli_cmd_write,
+	&cli_cmd_cp,
+	&cli_cmd_clone,
 	&cli_cmd_dedupe,
 	&cli_cmd_put,
 	&cli_cmd_subvolume,

@@ -34,7 +34,8 @@ struct ace {
 static const char *const op_names[] = {
 	"create", "mkdir", "write", "fallocate", "truncate", "link", "rename",
 	"unlink", "rmdir", "symlink", "setxattr", "removexattr", "chmod",
-	"defrag", /* only when --ops names it: not in ace_op_names(), the default */
+	/* only when --ops names them: not in ace_op_names(), the default */
+	"defrag", "clone", "clone-range", "dedupe",
 };
 #define NOPS (sizeof(op_names) / sizeof(op_names[0]))
 
@@ -134,7 +135,8 @@ static void add(struct gen *g, const char *op, const char *line, const char *p1,
 	size_t np = 0;
 	const char *paths[2] = { p1, p2 };
 	bool data = !strcmp(op, "write") || !strcmp(op, "fallocate") || !strcmp(op, "truncate") ||
-		    !strcmp(op, "defrag");
+		    !strcmp(op, "defrag") || !strcmp(op, "clone") || !strcmp(op, "clone-range") ||
+		    !strcmp(op, "dedupe");
 	for (int i = 0; i < 2 && paths[i]; i++) {
 		snprintf(persist[np++], LINE, "fsync %s", paths[i]);
 		if (data)
@@ -203,7 +205,21 @@ static void enumerate(struct gen *g)
 			add(g, "link", line, f, g->files[j]);
 			snprintf(line, LINE, "rename %s %s", f, g->files[j]);
 			add(g, "rename", line, f, g->files[j]);
+			/* reflinks into the other file (its persistence points:
+			 * the destination's) */
+			const char *o = g->files[j];
+			snprintf(line, LINE, "clone %s %s", f, o);
+			add(g, "clone", line, o, NULL);
+			snprintf(line, LINE, "clone-range %s 4K 8K %s 8K", f, o);
+			add(g, "clone-range", line, o, NULL);
+			snprintf(line, LINE, "clone-range %s 0 0 %s 16K", f, o); /* to f's end */
+			add(g, "clone-range", line, o, NULL);
+			snprintf(line, LINE, "dedupe %s 0 16K %s 0", f, o);
+			add(g, "dedupe", line, o, NULL);
 		}
+		/* within the file: a block onto another */
+		snprintf(line, LINE, "clone-range %s 0 4K %s 8K", f, f);
+		add(g, "clone-range", line, f, NULL);
 	}
 	for (size_t i = 0; i < g->ndirs; i++) {
 		const char *d = g->dirs[i];
@@ -365,7 +381,7 @@ static int parse_ops(struct gen *g, char *list, char *err, size_t errlen)
 			snprintf(err, errlen, "--ops: unknown operation '%s' (known%s: %s%s)", names[i],
 				 g->a->subvol ? " with --subvol" : "",
 				 g->a->subvol ? ace_subvol_op_names() : ace_op_names(),
-				 g->a->subvol ? "" : ",defrag");
+				 g->a->subvol ? "" : ",defrag,clone,clone-range,dedupe");
 			return -EINVAL;
 		}
 		g->wanted[k] = true;

@@ -191,6 +191,7 @@ static int run_random(struct camp *k, char *err, size_t errlen)
 		g.quota = c->quota;
 		g.text = c->mount.compress != 0;
 		g.defrag = c->defrag;
+		g.reflink = c->reflink;
 		struct wl_workload w = { 0 };
 		int r = wl_generate(&g, &w);
 		char name[64];

@@ -19,6 +19,7 @@ struct campaign_opts {
 				    * workloads with subvolume operations (wl_gen_opts.subvols) */
 	struct wl_mount mount;     /* every workload's header (--compress, --compress-force) */
 	bool defrag;               /* random workloads include defrag (wl_gen_opts.defrag) */
+	bool reflink;              /* and clone, clone-range, dedupe (wl_gen_opts.reflink) */
 	bool quota;                /* every workload starts with quota-enable: ACE's setup
 				    * (ace_set_quota), random ones (wl_gen_opts.quota) */
 	size_t random;             /* this many random workloads (seeds seed, seed+1, ...) */

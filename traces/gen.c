@@ -37,6 +37,7 @@ void wl_gen_defaults(struct wl_gen_opts *o)
 	o->quota = false;
 	o->text = false;
 	o->defrag = false;
+	o->reflink = false;
 }
 
 /* ---- the random stream: splitmix64 ------------------------------------- */
@@ -1335,11 +1336,45 @@ static void gen_defrag(struct gen *g)
 	emit(g, &op);
 }
 
+/* clone (three in ten), clone-range (half) or dedupe between two files (the
+ * same one now and then): whole 4 KiB blocks mostly, a length of 0 (to the
+ * source's end) or an odd offset or length sometimes, for the kernel's
+ * EINVAL; a dedupe half the time of a range just cloned, so that its bytes
+ * are equal. */
+static void gen_reflink(struct gen *g)
+{
+	long s = pick_file(g), d = chance(g, 10) ? s : pick_file(g);
+	if (s < 0 || d < 0) {
+		gen_create(g);
+		return;
+	}
+	int r = (int)below(g, 100);
+	struct wl_op op;
+	op_init(&op, r < 30 ? WL_CLONE : r < 80 ? WL_CLONE_RANGE : WL_DEDUPE);
+	op.path = g->e[s].path;
+	op.path2 = g->e[d].path;
+	if (op.kind != WL_CLONE) {
+		uint64_t blocks = umin(g->o->max_offset, 4 * MiB) / (4 * KiB) + 1;
+		op.off = 4 * KiB * below(g, blocks);
+		op.off2 = chance(g, 50) ? op.off : 4 * KiB * below(g, blocks);
+		op.len = chance(g, 15) ? 0 : 4 * KiB * (1 + below(g, 64));
+		if (chance(g, 8))
+			op.off += 1 + below(g, 4095);
+		else if (chance(g, 8))
+			op.len += 1 + below(g, 4095);
+	}
+	emit(g, &op);
+	if (op.kind == WL_CLONE_RANGE && chance(g, 50)) {
+		op.kind = WL_DEDUPE;
+		emit(g, &op);
+	}
+}
+
 /* ---- the mix ----------------------------------------------------------- */
 
 enum gk { G_CREATE, G_MKDIR, G_WRITE, G_TRUNCATE, G_FALLOCATE, G_LINK, G_SYMLINK, G_RENAME,
 	  G_UNLINK, G_RMDIR, G_SETXATTR, G_REMOVEXATTR, G_CHMOD, G_CHOWN, G_UTIMES, G_SYNC,
-	  G_SUBVOL, G_SNAPSHOT, G_SVDELETE, G_SVSYNC, G_ROPROBE, G_DEFRAG, G_N };
+	  G_SUBVOL, G_SNAPSHOT, G_SVDELETE, G_SVSYNC, G_ROPROBE, G_DEFRAG, G_REFLINK, G_N };
 
 /* Approximate weights (percent); G_SYNC: fsync, fdatasync and sync together. */
 static const unsigned weights[G_N] = {
@@ -1351,6 +1386,8 @@ static const unsigned weights[G_N] = {
 	[G_SUBVOL] = 2,	 [G_SNAPSHOT] = 2, [G_SVDELETE] = 1, [G_SVSYNC] = 1, [G_ROPROBE] = 1,
 	/* only with defrag */
 	[G_DEFRAG] = 3,
+	/* only with reflink */
+	[G_REFLINK] = 6,
 };
 
 /* Entries the model holds at most: past it nothing new is made (creates,
@@ -1364,6 +1401,8 @@ static unsigned weight(const struct gen *g, int k)
 {
 	if (k == G_DEFRAG)
 		return g->o->defrag ? weights[k] : 0;
+	if (k == G_REFLINK)
+		return g->o->reflink ? weights[k] : 0;
 	if (k >= G_SUBVOL && !g->o->subvols)
 		return 0;
 	if (g->n >= MAX_ENTRIES && (k == G_CREATE || k == G_MKDIR || k == G_LINK ||
@@ -1407,6 +1446,7 @@ static void gen_one(struct gen *g)
 	case G_SVSYNC: gen_subvol_sync(g); break;
 	case G_ROPROBE: gen_ro_probe(g); break;
 	case G_DEFRAG: gen_defrag(g); break;
+	case G_REFLINK: gen_reflink(g); break;
 	default: gen_sync(g); break;
 	}
 }

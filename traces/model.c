@@ -1463,6 +1463,40 @@ static int do_subvol_delete(struct model *m, const struct wl_op *op, char *err, 
 	return r;
 }
 
+/* ---- Reflinks ---------------------------------------------------------------- */
+
+/* clone, clone-range: DST's bytes [DOFF, DOFF + LEN) become SRC's at SOFF
+ * (LEN 0: up to SRC's end; FICLONE: all of SRC at 0), as model_clone_range;
+ * dedupe shares only equal bytes: nothing the description shows changes,
+ * but both must be regular files. */
+static int do_reflink(struct model *m, const struct wl_op *op, char *err, size_t errlen)
+{
+	struct why why;
+	uint32_t s, d;
+	int r = resolve(m, op->path, true, &s, &why);
+	if (r < 0)
+		return r;
+	if (r > 0)
+		return disagree(err, errlen, op, "SRC: %s", why.text);
+	if ((r = resolve(m, op->path2, true, &d, &why)) < 0)
+		return r;
+	if (r > 0)
+		return disagree(err, errlen, op, "DST: %s", why.text);
+	if (!S_ISREG(m->ino[s]->mode) || !S_ISREG(m->ino[d]->mode))
+		return disagree(err, errlen, op, "SRC or DST is no regular file in the model");
+	if (op->kind == WL_DEDUPE)
+		return 0;
+	uint64_t size = m->ino[s]->size, soff = 0, doff = 0, len = 0;
+	if (op->kind == WL_CLONE_RANGE) {
+		soff = op->off;
+		doff = op->off2;
+		len = op->len;
+	}
+	if (len == 0) /* to SRC's end */
+		len = soff < size ? size - soff : 0;
+	return model_clone_range(m, op->path2, doff, op->path, soff, len, err, errlen);
+}
+
 /* ---- What receive needs (model_internal.h) ---------------------------------- */
 
 int model_write_bytes(struct model *m, const char *path, uint64_t off, const uint8_t *data,
@@ -1678,6 +1712,12 @@ int model_apply(struct model *m, const struct wl_op *op, int result, char *err, 
 		return do_snapshot(m, op, err, errlen);
 	case WL_SUBVOL_DELETE:
 		return do_subvol_delete(m, op, err, errlen);
+	case WL_CLONE:
+	case WL_CLONE_RANGE:
+	case WL_DEDUPE:
+		if (!op->path2 || op->path2[0] != '/')
+			return disagree(err, errlen, op, "no absolute DST");
+		return do_reflink(m, op, err, errlen);
 	case WL_SYNC:
 	case WL_MARK:
 	case WL_CRASH:

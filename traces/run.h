@@ -97,6 +97,8 @@ struct wl_gen_opts {
 			      * for compression; the same ops otherwise (default false) */
 	bool defrag;         /* include defrag (default false: the mix of the other ops
 			      * is then as it was) */
+	bool reflink;        /* include clone, clone-range and dedupe (default false: the
+			      * mix of the other ops is then as it was) */
 };
 /* Fills opts with the defaults (seed and ops left as they are). */
 void wl_gen_defaults(struct wl_gen_opts *o);

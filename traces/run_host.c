@@ -28,6 +28,7 @@
 #include <limits.h>
 #include <linux/btrfs.h>
 #include <linux/btrfs_tree.h>
+#include <linux/fs.h>
 #include <linux/openat2.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -640,6 +641,55 @@ static int do_defrag(const struct wl_host *h, const struct wl_op *op, char *err,
 	return r;
 }
 
+/* clone, clone-range and dedupe through the ioctls: SRC opened for reading,
+ * then DST for writing (a dedupe's for reading: the kernel lets the owner,
+ * or root, dedupe into a file it only reads, a read-only snapshot's too);
+ * O_NONBLOCK so that a fifo cannot hang the run.  A dedupe's status is the
+ * result: EBADE for differing bytes (FILE_DEDUPE_RANGE_DIFFERS). */
+static int do_reflink(const struct wl_host *h, const struct wl_op *op, char *err, size_t errlen)
+{
+	int sfd = open_path(h, op->path, O_RDONLY | O_NONBLOCK, 0, err, errlen);
+	if (sfd < 0)
+		return sfd;
+	int dflags = (op->kind == WL_DEDUPE ? O_RDONLY : O_WRONLY) | O_NONBLOCK;
+	int dfd = open_path(h, op->path2, dflags, 0, err, errlen);
+	if (dfd < 0) {
+		close(sfd);
+		return dfd;
+	}
+	int r = 0;
+	if (op->kind == WL_CLONE) {
+		if (ioctl(dfd, FICLONE, sfd) < 0)
+			r = fail(err, errlen, "FICLONE", -errno);
+	} else if (op->kind == WL_CLONE_RANGE) {
+		struct file_clone_range a = { .src_fd = sfd, .src_offset = op->off,
+					      .src_length = op->len, .dest_offset = op->off2 };
+		if (ioctl(dfd, FICLONERANGE, &a) < 0)
+			r = fail(err, errlen, "FICLONERANGE", -errno);
+	} else {
+		struct file_dedupe_range *a = calloc(1, sizeof(*a) + sizeof(a->info[0]));
+		if (!a) {
+			r = fail(err, errlen, "FIDEDUPERANGE", -ENOMEM);
+		} else {
+			a->src_offset = op->off;
+			a->src_length = op->len;
+			a->dest_count = 1;
+			a->info[0].dest_fd = dfd;
+			a->info[0].dest_offset = op->off2;
+			if (ioctl(sfd, FIDEDUPERANGE, a) < 0)
+				r = fail(err, errlen, "FIDEDUPERANGE", -errno);
+			else if (a->info[0].status == FILE_DEDUPE_RANGE_DIFFERS)
+				r = fail(err, errlen, "FIDEDUPERANGE (the bytes differ)", -EBADE);
+			else if (a->info[0].status < 0)
+				r = fail(err, errlen, "FIDEDUPERANGE", a->info[0].status);
+			free(a);
+		}
+	}
+	close(dfd);
+	close(sfd);
+	return r;
+}
+
 int wl_exec_host(void *host, const struct wl_op *op, char *err, size_t errlen)
 {
 	const struct wl_host *h = host;
@@ -721,6 +771,10 @@ int wl_exec_host(void *host, const struct wl_op *op, char *err, size_t errlen)
 		return do_balance(h, err, errlen);
 	case WL_DEFRAG:
 		return do_defrag(h, op, err, errlen);
+	case WL_CLONE:
+	case WL_CLONE_RANGE:
+	case WL_DEDUPE:
+		return do_reflink(h, op, err, errlen);
 	case WL_RECEIVE: {
 		int fd = open_path(h, op->path, O_PATH | O_DIRECTORY, 0, err, errlen);
 		if (fd < 0)

@@ -2,7 +2,9 @@
  * run_ref.c - the ref target: each workload operation as the matching call
  * of ref/vfs.h on a mounted reference Btrfs (subvolume operations as
  * ref_subvol_create, ref_snapshot, ref_subvol_delete, ref_subvol_sync;
- * quota-enable as ref_qgroup_enable; receive as ref_receive).
+ * quota-enable as ref_qgroup_enable; receive as ref_receive; clone,
+ * clone-range and dedupe as ref_clone, ref_clone_range and
+ * ref_dedupe_range).
  */
 #include "traces/run.h"
 #include "ref/send.h"
@@ -104,6 +106,27 @@ int wl_exec_ref_partial(void *target, const struct wl_op *op, uint64_t *written,
 			snprintf(err, errlen, "%s", why);
 			return r;
 		}
+		break;
+	}
+	case WL_CLONE: r = ref_clone(fs, op->path, op->path2); break;
+	case WL_CLONE_RANGE:
+		r = ref_clone_range(fs, op->path, op->off, op->len, op->path2, op->off2);
+		break;
+	case WL_DEDUPE: {
+		/* one destination; its status is the op's result, EBADE for
+		 * differing bytes */
+		struct ref_dedupe_dest d = { .path = op->path2, .offset = op->off2 };
+		/* the ioctl's caller opened SRC, then DST, before the call checks
+		 * anything: their lookups' errnos come first */
+		struct ref_stat st;
+		if ((r = ref_stat_path(fs, op->path, true, &st)) ||
+		    (r = ref_stat_path(fs, op->path2, true, &st)))
+			break;
+		r = ref_dedupe_range(fs, op->path, op->off, op->len, &d, 1);
+		if (!r && d.status == REF_DEDUPE_DIFFERS)
+			return errlen ? (snprintf(err, errlen, "the bytes differ"), -EBADE) : -EBADE;
+		if (!r)
+			r = d.status;
 		break;
 	}
 	case WL_BALANCE: {

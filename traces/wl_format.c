@@ -181,6 +181,7 @@ static void put_arg(struct wl_out *o, const struct wl_op *op, enum wl_arg a)
 	case WA_MODE: wl_putf(o, "%04" PRIo32, op->mode); break;
 	case WA_OFF: put_size(o, op->off); break;
 	case WA_LEN: put_size(o, op->len); break;
+	case WA_OFF2: put_size(o, op->off2); break;
 	case WA_SIZE: put_size(o, op->size); break;
 	case WA_SEED:
 		if (op->flags & WL_WRITE_TEXT)

@@ -18,6 +18,7 @@ enum wl_arg {
 	WA_MODE,   /* octal, <= 07777 -> mode */
 	WA_OFF,	   /* size number -> off */
 	WA_LEN,	   /* size number -> len */
+	WA_OFF2,   /* size number -> off2 */
 	WA_SIZE,   /* size number -> size */
 	WA_SEED,   /* number, no suffix -> seed */
 	WA_FALLOC, /* keep-size | punch-hole -> flags */

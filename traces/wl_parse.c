@@ -300,6 +300,7 @@ static int parse_arg(struct parser *p, struct wl_op *op, const struct wl_slot *s
 	case WA_MODE: return number(p, t, l, parse_mode(t, &op->mode));
 	case WA_OFF: return number(p, t, l, parse_u64(t, true, &op->off));
 	case WA_LEN: return number(p, t, l, parse_u64(t, true, &op->len));
+	case WA_OFF2: return number(p, t, l, parse_u64(t, true, &op->off2));
 	case WA_SIZE: return number(p, t, l, parse_u64(t, true, &op->size));
 	case WA_DEFRAG:
 		for (int i = 1; i <= 3; i++)

@@ -52,6 +52,11 @@ const struct wl_kind_info wl_kinds[WL_NKINDS] = {
 	[WL_BALANCE] = K("balance", 0, 0, { 0 }),
 	[WL_DEFRAG] = K("defrag", 1, 2, P("PATH"), { WA_DEFRAG, "zlib|lzo|zstd" }),
 	[WL_RECEIVE] = K("receive", 2, 2, { WA_STREAM, "STREAM" }, P("DIR")),
+	[WL_CLONE] = K("clone", 2, 2, P("SRC"), { WA_PATH2, "DST" }),
+	[WL_CLONE_RANGE] = K("clone-range", 5, 5, P("SRC"), { WA_OFF, "SOFF" }, { WA_LEN, "LEN" },
+			     { WA_PATH2, "DST" }, { WA_OFF2, "DOFF" }),
+	[WL_DEDUPE] = K("dedupe", 5, 5, P("SRC"), { WA_OFF, "SOFF" }, { WA_LEN, "LEN" },
+			{ WA_PATH2, "DST" }, { WA_OFF2, "DOFF" }),
 };
 
 #undef P
@@ -242,6 +247,7 @@ static int copy_arg(struct wl_op *d, const struct wl_op *s, enum wl_arg a)
 	case WA_MODE: d->mode = s->mode; break;
 	case WA_OFF: d->off = s->off; break;
 	case WA_LEN: d->len = s->len; break;
+	case WA_OFF2: d->off2 = s->off2; break;
 	case WA_SIZE: d->size = s->size; break;
 	case WA_SEED: d->seed = s->seed; break;
 	case WA_FALLOC:

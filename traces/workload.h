@@ -55,6 +55,11 @@ enum wl_kind {
 	/* Receive (btrfs receive); commits when each subvolume is finished. */
 	WL_RECEIVE,	/* receive STREAM DIR                    value/vlen: the send stream's bytes (STREAM: a file,
 			 * read when parsed, or 0x hex), path = DIR */
+	/* Reflinks (btrfs); not persistence points. */
+	WL_CLONE,	/* clone SRC DST                         FICLONE: path = SRC, path2 = DST */
+	WL_CLONE_RANGE, /* clone-range SRC SOFF LEN DST DOFF     FICLONERANGE: path, off, len, path2, off2 */
+	WL_DEDUPE,	/* dedupe SRC SOFF LEN DST DOFF          FIDEDUPERANGE of one destination: EBADE
+			 * when the bytes differ (FILE_DEDUPE_RANGE_DIFFERS) */
 	WL_NKINDS
 };
 
@@ -91,13 +96,14 @@ struct wl_op {
 	size_t line;	 /* 1-based line in the workload file; 0 when built in code */
 	char *path;	 /* an absolute path: starts with '/' */
 	char *path2;	 /* link, rename: NEW (absolute); symlink: TARGET (any non-empty string);
-			  * snapshot: DEST (absolute) */
+			  * snapshot: DEST (absolute); clone, clone-range, dedupe: DST */
 	char *name;	 /* setxattr, removexattr: the xattr name; mark: the mark's name */
 	uint8_t *value;	 /* setxattr: the value, vlen bytes (NULL when vlen is 0 is allowed);
 			  * receive: the send stream */
 	size_t vlen;
-	uint64_t off;	 /* write, fallocate */
-	uint64_t len;	 /* write, fallocate */
+	uint64_t off;	 /* write, fallocate; clone-range, dedupe: SRC's offset */
+	uint64_t off2;	 /* clone-range, dedupe: DST's offset */
+	uint64_t len;	 /* write, fallocate, clone-range, dedupe */
 	uint64_t size;	 /* truncate */
 	uint64_t seed;	 /* write */
 	uint32_t mode;	 /* mkdir, create, chmod: permission bits, at most 07777 */

@@ -177,9 +177,10 @@ int rl_remap(ref_fs *fs, struct rl_file *src, uint64_t soff, struct rl_file *dst
 	int r = source_extents(fs, src, soff, blen, &v, &n);
 	if (!r)
 		r = rw_tree_get(fs, dst->ino.subvol, &t);
-	if (!r && n && v[0].type == BTRFS_FILE_EXTENT_INLINE) {
-		/* only a dedupe of an inline file gets here with nothing to
-		 * share (its bytes are equal): the kernel's copy leaves them */
+	bool inl = !r && n && v[0].type == BTRFS_FILE_EXTENT_INLINE;
+	if (inl) {
+		/* a dedupe of an inline file shares nothing (its bytes are
+		 * equal: the kernel's copy leaves them as they are) */
 		if (!dedupe)
 			r = copy_inline(fs, src, &v[0], dst, doff);
 		n = 0;
@@ -191,7 +192,7 @@ int rl_remap(ref_fs *fs, struct rl_file *src, uint64_t soff, struct rl_file *dst
 		else if (have == 0 && d.type == BTRFS_FILE_EXTENT_INLINE)
 			r = file_uninline(fs, &dst->ino, &dst->ii);
 	}
-	if (!r && n) {
+	if (!r && !inl) { /* (a range the source has no extent in becomes a hole) */
 		uint64_t freed;
 		if (!(r = file_drop_extents(fs, &dst->ino, doff, doff + blen, &freed)))
 			dst->ii.nbytes = htole64(LE64(dst->ii.nbytes) - freed);

@@ -95,8 +95,18 @@ done
 # ---- make deps waits for a package manager that holds the dpkg lock
 mkdir -p "$T/fake"
 cp "$(command -v sleep)" "$T/fake/apt-get"
+# started_as PID NAME: waits (up to 5 s) until the process runs as NAME, so
+# that a loaded machine cannot let deps.sh look before the fake exec'd
+started_as() {
+	i=0
+	while [ "$(cat "/proc/$1/comm" 2>/dev/null)" != "$2" ] && [ $i -lt 50 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
 "$T/fake/apt-get" 3 &
 pid=$!
+started_as "$pid" apt-get
 run deps-waits-for-lock 0 env DEPS_LOCK_WAIT=30 sh "$ROOT/mk/deps.sh" --wait-lock
 out_has "waiting for apt-get \(pid $pid\) to release the dpkg lock"
 out_has "the dpkg lock is free"
@@ -104,6 +114,7 @@ done_check
 wait "$pid" 2>/dev/null
 "$T/fake/apt-get" 5 &
 pid=$!
+started_as "$pid" apt-get
 run deps-lock-timeout 1 env DEPS_LOCK_WAIT=1 sh "$ROOT/mk/deps.sh" --wait-lock
 err_has "still held after 1 s"
 done_check

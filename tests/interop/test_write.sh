@@ -9,7 +9,9 @@
 # subvolumes too).  Images made by mkfs.btrfs take ref's writes too.  Then a
 # random differential run: the same seeded workload on the kernel and on ref
 # must give the same errno for every operation and end in the same view; and
-# again with subvolume operations (DIFF_SUBVOL_SEEDS, gen-workload --subvols).
+# again with subvolume operations (DIFF_SUBVOL_SEEDS, gen-workload --subvols),
+# and with clones and dedupes through the ioctls (DIFF_REFLINK_SEEDS,
+# gen-workload --reflink).
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib.sh"
 
@@ -20,6 +22,7 @@ can_loop_mount && LOOP_OK=1
 [ "$LOOP_OK" -eq 1 ] || skip write-kernel "$LOOP_WHY"
 DIFF_SEEDS=${DIFF_SEEDS:-1 2 3 4 5 6}
 DIFF_SUBVOL_SEEDS=${DIFF_SUBVOL_SEEDS:-1 2 3}
+DIFF_REFLINK_SEEDS=${DIFF_REFLINK_SEEDS:-1 2}
 DIFF_OPS=${DIFF_OPS:-2000}
 
 # clean NAME IMG: both checkers pass.
@@ -56,7 +59,7 @@ kernel_sees_ref() {
 	fi
 }
 
-for w in basic sparse tree badinput subvol; do
+for w in basic sparse tree badinput subvol reflink; do
 	img="$T/$w.img"
 	truncate -s 3G "$img"
 	"$BTRSIM" mkfs "$img" >/dev/null
@@ -231,13 +234,15 @@ fi
 
 # The random differential test: the kernel's results are the expectations;
 # then with subvolumes, snapshots (some read-only), deletions and the cleaner
-# too (gen-workload --subvols).
+# too (gen-workload --subvols); then with clone, clone-range and dedupe
+# (gen-workload --reflink).
 [ "$LOOP_OK" -eq 1 ] || exit 0
 for spec in $(for s in $DIFF_SEEDS; do echo "$s"; done) \
-	$(for s in $DIFF_SUBVOL_SEEDS; do echo "$s-subvols"; done); do
-	seed=${spec%-subvols}
+	$(for s in $DIFF_SUBVOL_SEEDS; do echo "$s-subvols"; done) \
+	$(for s in $DIFF_REFLINK_SEEDS; do echo "$s-reflink"; done); do
+	seed=${spec%%-*}
 	gen_opts=""
-	[ "$spec" = "$seed" ] || gen_opts="--subvols"
+	[ "$spec" = "$seed" ] || gen_opts="--${spec#*-}"
 	NAME="write-differential-seed-$spec"
 	# shellcheck disable=SC2086
 	"$BTRSIM" gen-workload --seed "$seed" --ops "$DIFF_OPS" $gen_opts >"$T/gen.wl"

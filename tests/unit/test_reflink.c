@@ -301,6 +301,13 @@ Test(reflink, holes_and_preallocated_ranges)
 	cr_assert_eq(wu_extent_at(fs, "/d", 20480, &type), wu_extent_at(fs, "/s", 16384, NULL));
 	cr_assert_eq(type, BTRFS_FILE_EXTENT_PREALLOC);
 	cr_assert_eq(wu_extent_at(fs, "/d", 36864, NULL), wu_extent_at(fs, "/s", 32768, NULL));
+	/* a range the source has no extent in: the destination's data there
+	 * goes, a hole */
+	WU_OK(fs, ref_truncate(fs, "/s", 200000));
+	WU_OK(fs, ref_clone_range(fs, "/s", 131072, 8192, "/d", 0));
+	memset(want, 0, 8192);
+	expect_bytes(fs, "/d", want, 49152);
+	cr_assert_eq(wu_extent_at(fs, "/d", 4096, &type), 0);
 	finish(fs, vol);
 	free(a);
 	free(b);

@@ -69,6 +69,7 @@ static void assert_op_eq(const struct wl_op *a, const struct wl_op *b, const cha
 	cr_assert_eq(a->vlen, b->vlen, "%s: vlen", what);
 	cr_assert(!a->vlen || !memcmp(a->value, b->value, a->vlen), "%s: value", what);
 	cr_assert_eq(a->off, b->off, "%s: off", what);
+	cr_assert_eq(a->off2, b->off2, "%s: off2", what);
 	cr_assert_eq(a->len, b->len, "%s: len", what);
 	cr_assert_eq(a->size, b->size, "%s: size", what);
 	cr_assert_eq(a->seed, b->seed, "%s: seed", what);
@@ -136,7 +137,10 @@ Test(workload, every_operation_parses_with_its_defaults)
 		 "quota-enable\n"
 		 "balance\n"
 		 "defrag /d/f\n"
-		 "receive 0x00ff /r\n",
+		 "receive 0x00ff /r\n"
+		 "clone /d/f /d/g\n"
+		 "clone-range /d/f 4K 8K /d/g 0x10K\n"
+		 "dedupe /d/f 0 1M /d/g 4096\n",
 		 &w);
 	cr_assert_eq(w.n, WL_NKINDS, "one line per kind, in enum order");
 	cr_assert_str_eq(w.name, "w.txt");
@@ -188,6 +192,14 @@ Test(workload, every_operation_parses_with_its_defaults)
 	cr_assert_null(o[WL_BALANCE].path);
 	cr_assert_str_eq(o[WL_RECEIVE].path, "/r");
 	cr_assert_eq(o[WL_RECEIVE].vlen, 2);
+	cr_assert_str_eq(o[WL_CLONE].path, "/d/f");
+	cr_assert_str_eq(o[WL_CLONE].path2, "/d/g");
+	cr_assert_eq(o[WL_CLONE_RANGE].off, 4096);
+	cr_assert_eq(o[WL_CLONE_RANGE].len, 8192);
+	cr_assert_str_eq(o[WL_CLONE_RANGE].path2, "/d/g");
+	cr_assert_eq(o[WL_CLONE_RANGE].off2, 16384);
+	cr_assert_eq(o[WL_DEDUPE].len, 1 << 20);
+	cr_assert_eq(o[WL_DEDUPE].off2, 4096);
 	wl_free(&w);
 	cr_assert_eq(w.n, 0);
 	cr_assert_null(w.ops);
@@ -770,6 +782,11 @@ static size_t sample_ops(struct wl_op *ops)
 	OP(.kind = WL_RECEIVE, .path = "/r", .value = bin, .vlen = sizeof(bin));
 	OP(.kind = WL_RECEIVE, .path = "/r d", .value = text, .vlen = sizeof(text), .expect = ENOENT);
 	OP(.kind = WL_RECEIVE, .path = "/", .expect = EINVAL); /* an empty stream */
+	OP(.kind = WL_CLONE, .path = "/a b", .path2 = "/c", .expect = EXDEV);
+	OP(.kind = WL_CLONE_RANGE, .path = "/a", .off = 4096, .len = 0, .path2 = "/b",
+	   .off2 = UINT64_MAX);
+	OP(.kind = WL_DEDUPE, .path = "/a", .off = 1, .len = 2, .path2 = "/b", .off2 = 3,
+	   .expect = EBADE);
 #undef OP
 	return n;
 }
@@ -913,8 +930,11 @@ Test(workload, append_copies_what_the_kind_uses_and_print_writes_lines)
 		op.line = i + 100;
 		if (op.kind != WL_TRUNCATE)
 			op.size = 99; /* fields the kind does not use are not copied */
-		if (op.kind != WL_WRITE && op.kind != WL_FALLOCATE)
+		if (op.kind != WL_WRITE && op.kind != WL_FALLOCATE && op.kind != WL_CLONE_RANGE &&
+		    op.kind != WL_DEDUPE)
 			op.off = 7;
+		if (op.kind != WL_CLONE_RANGE && op.kind != WL_DEDUPE)
+			op.off2 = 5;
 		if (!op.path2)
 			op.path2 = "stray";
 		cr_assert_eq(wl_append(&w, &op), 0, "op %zu", i);
