@@ -160,12 +160,13 @@ bench: deps
 # Deliberately broken builds of ref (ref/mutant.h), each the release build
 # with one bug switched on: build/mutants/btrsim-NAME.  Only ref's files that
 # include mutant.h are compiled again per mutant (in build/mutants/NAME/);
-# everything else is the release build's objects, so the fifteen take about a
+# everything else is the release build's objects, so the sixteen take about a
 # minute, in parallel under -j.  The explorer's tests run every one and must
 # catch it; `btrsim --version` and the runs a mutant records name it.
 MUTANTS := skip-flush:1 cow-in-place:2 super-first:3 drop-dirty:4 early-reuse:5 snap-rw:6 \
 	snap-no-commit:7 qgroup-no-inherit:8 log-super-first:9 log-no-csum:10 log-no-names:11 \
-	log-no-holes:12 log-no-dir-ranges:13 log-no-unlink:14 receive-early:15
+	log-no-holes:12 log-no-dir-ranges:13 log-no-unlink:14 receive-early:15 \
+	dedupe-no-compare:16
 MUTANT_NAMES := $(foreach m,$(MUTANTS),$(firstword $(subst :, ,$(m))))
 mutant_num = $(lastword $(subst :, ,$(filter $(1):%,$(MUTANTS))))
 MUTANT_SRC := $(shell grep -l '"ref/mutant.h"' $(REF_SRC))

@@ -16,7 +16,7 @@ const char *ref_mutant(void)
 		[MUTANT_LOG_SUPER_FIRST] = "log-super-first", [MUTANT_LOG_NO_CSUM] = "log-no-csum",
 		[MUTANT_LOG_NO_NAMES] = "log-no-names",	  [MUTANT_LOG_NO_HOLES] = "log-no-holes",
 		[MUTANT_LOG_NO_DIR_RANGES] = "log-no-dir-ranges", [MUTANT_LOG_NO_UNLINK] = "log-no-unlink",
-		[MUTANT_RECEIVE_EARLY] = "receive-early",
+		[MUTANT_RECEIVE_EARLY] = "receive-early", [MUTANT_DEDUPE_NO_COMPARE] = "dedupe-no-compare",
 	};
 	_Static_assert(BTRSIM_MUTANT > 0 && BTRSIM_MUTANT < sizeof(names) / sizeof(names[0]),
 		       "BTRSIM_MUTANT names no mutant of mutant.h");

@@ -49,6 +49,10 @@
  * uuid as soon as it is made, not after the stream's last command (a crash
  * part-way leaves a subvolume that shows as received, half filled). */
 #define MUTANT_RECEIVE_EARLY 15
+/* dedupe (ref/reflink/reflink_dedupe.c): the ranges are shared without
+ * comparing their bytes (a destination's differing bytes become the
+ * source's). */
+#define MUTANT_DEDUPE_NO_COMPARE 16
 
 #ifdef BTRSIM_MUTANT
 #define MUTANT(x) (BTRSIM_MUTANT == MUTANT_##x)

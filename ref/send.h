@@ -154,9 +154,9 @@ struct ref_receive_stats {
  * end command it gets the stream's uuid as received_uuid and its ctransid as
  * stransid (ref_subvol_set_received) and becomes read-only.  Paths in the
  * stream must stay inside the subvolume (no "." or ".." component, none
- * absolute or empty); a command before any subvol is refused.  Clones are
- * copied and encoded writes decompressed (ref cannot yet clone or write
- * encoded); fileattr is ignored as btrfs-progs ignores it; enable_verity is
+ * absolute or empty); a command before any subvol is refused.  Clones share
+ * the source's extents (ref_clone_range); encoded writes are decompressed
+ * (ref cannot write encoded yet); fileattr is ignored as btrfs-progs ignores it; enable_verity is
  * EOPNOTSUPP.
  *
  * Returns 0, or -errno with "offset N: COMMAND: PATH: why" in err: a bad

@@ -87,6 +87,7 @@ catch_args() {
 	qgroup-no-inherit) echo --seq 1 --subvol --quota --ops snapshot ;;
 	log-no-dir-ranges | log-no-unlink) echo --seq 1 --ops create,unlink,rename ;;
 	log-*) echo --seq 1 --ops create,write,fallocate ;;
+	dedupe-no-compare) echo --seq 1 --ops dedupe ;;
 	*) echo --seq 1 --limit 40 ;;
 	esac
 }
@@ -96,7 +97,8 @@ rep_args() {
 	esac
 }
 for name in skip-flush cow-in-place super-first drop-dirty early-reuse snap-rw qgroup-no-inherit \
-	log-super-first log-no-csum log-no-names log-no-holes log-no-dir-ranges log-no-unlink; do
+	log-super-first log-no-csum log-no-names log-no-holes log-no-dir-ranges log-no-unlink \
+	dedupe-no-compare; do
 	M="$ROOT/build/mutants/btrsim-$name"
 	if [ ! -x "$M" ]; then
 		echo "SKIP campaign-catches-$name: no $M (make mutants builds it; make test does)"

@@ -409,6 +409,32 @@ run explore-receive 0 "$BTRSIM" explore "$T/w12.wl"
 out_has ' 0 violations$'
 done_check
 
+# Reflinks (issue 23): clones into another file, into itself, past its
+# end; dedupes of equal and differing ranges (EBADE), an fsync after a
+# clone.  A dedupe never changes a byte, in any crash state.
+cat >"$T/w13.wl" <<'W'
+create /a
+write /a 0 64K 1
+create /b
+write /b 0 64K 1
+create /c
+write /c 0 64K 2
+sync
+dedupe /a 0 64K /b 0
+dedupe /a 0 64K /c 0 = EBADE
+clone-range /a 0 16K /c 16K
+fsync /c
+clone-range /a 32K 8K /a 0
+create /d
+clone /c /d
+dedupe /c 0 32K /d 0
+clone-range /b 0 4K /d 128K
+fdatasync /d
+W
+run explore-reflink 0 "$BTRSIM" explore "$T/w13.wl"
+out_has ' 0 violations$'
+done_check
+
 # The oracle catches each deliberately broken build: those of the commit
 # path on two small workloads, those of snapshots on the workloads above
 # that exercise what they break (a read-only snapshot; a snapshot inside its
@@ -421,6 +447,7 @@ catch_workloads() {
 	log-no-dir-ranges) echo w8 ;;
 	log-no-unlink) echo w10 ;;
 	receive-early) echo w12 ;;
+	dedupe-no-compare) echo w13 ;;
 	log-super-first | log-no-csum) echo w9 ;;
 	log-*) echo w7 ;;
 	*) echo w1 w2 ;;
@@ -429,7 +456,7 @@ catch_workloads() {
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 for name in skip-flush cow-in-place super-first drop-dirty early-reuse snap-rw snap-no-commit \
 	qgroup-no-inherit log-super-first log-no-csum log-no-names log-no-holes log-no-dir-ranges \
-	log-no-unlink receive-early; do
+	log-no-unlink receive-early dedupe-no-compare; do
 	M="$ROOT/build/mutants/btrsim-$name"
 	if [ ! -x "$M" ]; then
 		echo "SKIP explore-catches-$name: no $M (make mutants builds it; make test does)"
