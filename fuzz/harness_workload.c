@@ -50,8 +50,10 @@ static const struct timespec times_table[8] = {
  * which the explorer does not run; but the SUBVOL_BYTES byte values from
  * SUBVOL_BYTE0 (248..251, which b % NKINDS mapped to utimes, fsync,
  * fdatasync and sync before) select the subvolume operations, and
- * QUOTA_BYTE (247, chown's before) quota-enable: values no op byte of the
- * regression corpus or the seeds had, so those decode as before. */
+ * QUOTA_BYTE (247, chown's before) quota-enable, and the REFLINK_BYTES
+ * from REFLINK_BYTE0 (244..246) clone, clone-range and dedupe: values no
+ * op byte of the regression corpus or the seeds had, so those decode as
+ * before. */
 #define NKINDS 18
 _Static_assert(WL_SYNC == NKINDS - 1, "the op byte selects WL_MKDIR..WL_SYNC");
 #define SUBVOL_BYTES 4
@@ -60,12 +62,22 @@ _Static_assert(WL_SUBVOL_SYNC - WL_SUBVOL_CREATE == SUBVOL_BYTES - 1,
 	       "bytes 248..251 select WL_SUBVOL_CREATE..WL_SUBVOL_SYNC");
 #define QUOTA_BYTE 247
 _Static_assert(QUOTA_BYTE + 1 == SUBVOL_BYTE0, "247 selects WL_QUOTA_ENABLE");
+#define REFLINK_BYTES 3
+#define REFLINK_BYTE0 244
+_Static_assert(WL_DEDUPE - WL_CLONE == REFLINK_BYTES - 1 && REFLINK_BYTE0 + REFLINK_BYTES == QUOTA_BYTE,
+	       "bytes 244..246 select WL_CLONE..WL_DEDUPE");
+/* A reflink's offsets are blocks of 4 KiB (below MAX_OFF), now and then
+ * one byte off; its length a count of blocks (0: to the source's end) or
+ * one byte short. */
+#define RL_BLOCK 4096u
 
 /* The kind op byte b selects. */
 static enum wl_kind byte_kind(unsigned b)
 {
 	if (b == QUOTA_BYTE)
 		return WL_QUOTA_ENABLE;
+	if (b - REFLINK_BYTE0 < REFLINK_BYTES)
+		return (enum wl_kind)(WL_CLONE + b - REFLINK_BYTE0);
 	if (b - SUBVOL_BYTE0 < SUBVOL_BYTES)
 		return (enum wl_kind)(WL_SUBVOL_CREATE + b - SUBVOL_BYTE0);
 	return (enum wl_kind)(b % NKINDS);
@@ -78,6 +90,8 @@ static int kind_byte(enum wl_kind k)
 		return QUOTA_BYTE;
 	if (k >= WL_SUBVOL_CREATE && k <= WL_SUBVOL_SYNC)
 		return SUBVOL_BYTE0 + (int)(k - WL_SUBVOL_CREATE);
+	if (k >= WL_CLONE && k <= WL_DEDUPE)
+		return REFLINK_BYTE0 + (int)(k - WL_CLONE);
 	return k <= WL_SYNC ? (int)k : -1;
 }
 
@@ -308,6 +322,22 @@ int fzw_decode(const uint8_t *data, size_t len, struct fzw_case *c, char *err, s
 			op.path2 = path2;
 			take_path(&r, false, path2, sizeof(path2));
 			op.flags = take(&r, 1) % 2 ? WL_SNAP_RDONLY : 0;
+			break;
+		case WL_CLONE:
+		case WL_CLONE_RANGE:
+		case WL_DEDUPE:
+			op.path2 = path2;
+			take_path(&r, false, path2, sizeof(path2));
+			if (op.kind != WL_CLONE) {
+				/* 2 bytes each: a block number (its top bit: one byte on) */
+				uint64_t so = take(&r, 2), l = take(&r, 2), d = take(&r, 2);
+				uint64_t blocks = MAX_OFF / RL_BLOCK;
+				op.off = (so & 0x7fff) % blocks * RL_BLOCK + (so >> 15);
+				op.off2 = (d & 0x7fff) % blocks * RL_BLOCK + (d >> 15);
+				op.len = (l & 0x7fff) % 256 * RL_BLOCK;
+				if ((l >> 15) && op.len)
+					op.len--;
+			}
 			break;
 		case WL_SYMLINK:
 			op.path2 = path2;
@@ -560,8 +590,17 @@ int fzw_encode(const struct wl_workload *w, const char *plan, const uint8_t hdr[
 			continue;
 		bool nopath = !has_path(op->kind);
 		int64_t p = nopath ? 8 : encode_path(&nm, op->path, false), p2 = 0;
-		if (op->kind == WL_LINK || op->kind == WL_RENAME || op->kind == WL_SNAPSHOT)
+		bool reflink = op->kind == WL_CLONE || op->kind == WL_CLONE_RANGE ||
+			       op->kind == WL_DEDUPE;
+		if (op->kind == WL_LINK || op->kind == WL_RENAME || op->kind == WL_SNAPSHOT || reflink)
 			p2 = encode_path(&nm, op->path2, false);
+		/* a range the encoding holds: offsets of whole blocks (or one byte
+		 * on) below MAX_OFF, a length of up to 255 blocks (or one short) */
+		bool rl_ok = op->kind == WL_CLONE ||
+			     (op->off % RL_BLOCK <= 1 && op->off / RL_BLOCK < MAX_OFF / RL_BLOCK &&
+			      op->off2 % RL_BLOCK <= 1 && op->off2 / RL_BLOCK < MAX_OFF / RL_BLOCK &&
+			      (op->len + 1) / RL_BLOCK < 256 &&
+			      (op->len % RL_BLOCK == 0 || op->len % RL_BLOCK == RL_BLOCK - 1));
 		if (op->kind == WL_SYMLINK)
 			p2 = encode_path(&nm, op->path2, true);
 		int xn = -1;
@@ -573,7 +612,7 @@ int fzw_encode(const struct wl_workload *w, const char *plan, const uint8_t hdr[
 		    ((op->kind == WL_SETXATTR || op->kind == WL_REMOVEXATTR) && xn < 0) ||
 		    ((op->kind == WL_WRITE || op->kind == WL_FALLOCATE) &&
 		     ((op->off >= MAX_OFF && op->off != BIG_OFF) || op->len > MAX_LEN)) ||
-		    (op->kind == WL_TRUNCATE && op->size >= MAX_OFF + MAX_LEN))
+		    (op->kind == WL_TRUNCATE && op->size >= MAX_OFF + MAX_LEN) || (reflink && !rl_ok))
 			continue;
 		int e = put(o, (uint64_t)kb, 1) || (!nopath && put(o, (uint64_t)p, 3));
 		switch (op->kind) {
@@ -604,6 +643,15 @@ int fzw_encode(const struct wl_workload *w, const char *plan, const uint8_t hdr[
 		case WL_SNAPSHOT:
 			e = e || put(o, (uint64_t)p2, 3) || put(o, op->flags & WL_SNAP_RDONLY ? 1 : 0, 1);
 			break;
+		case WL_CLONE: e = e || put(o, (uint64_t)p2, 3); break;
+		case WL_CLONE_RANGE:
+		case WL_DEDUPE: {
+			uint64_t lb = (op->len + 1) / RL_BLOCK | (op->len % RL_BLOCK ? 0x8000 : 0);
+			e = e || put(o, (uint64_t)p2, 3) ||
+			    put(o, op->off / RL_BLOCK | (op->off % RL_BLOCK) << 15, 2) ||
+			    put(o, lb, 2) || put(o, op->off2 / RL_BLOCK | (op->off2 % RL_BLOCK) << 15, 2);
+			break;
+		}
 		case WL_CHMOD: e = e || put(o, op->mode, 2); break;
 		case WL_CHOWN:
 			e = e || put(o, index_of_u32(ids, 4, op->uid, 0), 1) ||
