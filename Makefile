@@ -133,6 +133,7 @@ BENCH_READ_MIB ?= 1024
 BENCH_WRITE_MIB ?= 1024
 BENCH_COMPRESS_MIB ?= 128
 BENCH_DEFRAG_MIB ?= 256
+BENCH_DEDUPE_MIB ?= 1024
 SEED ?=
 run: deps
 	@$(MAKE) --no-print-directory all
@@ -154,6 +155,7 @@ bench: deps
 	@sh bench/bench_compress.sh build/release/btrsim build/release/bench/bench-compress
 	@sh bench/bench_defrag.sh build/release/btrsim $(BENCH_DEFRAG_MIB)
 	@sh bench/bench_send.sh build/release/btrsim
+	@sh bench/bench_dedupe.sh build/release/btrsim $(BENCH_DEDUPE_MIB)
 	@sh bench/bench_explore.sh build/release/btrsim
 	@$(MAKE) --no-print-directory MODE=afl B=$(FUZZ_B) fuzz-bins && sh bench/bench_fuzz.sh $(FUZZ_B)
 
