@@ -236,7 +236,7 @@ static enum explore_verdict judge_lost_disks(const struct ex *x, sim_volume *v, 
 		}
 		sim_disk_lose(c, d);
 		x->res->degraded_states++;
-		struct ref_open_opts oo = { .super_mirror = -1, .degraded = true };
+		struct ref_open_opts oo = { .super_mirror = 0, .degraded = true };
 		ref_fs *fs;
 		char err[512];
 		char *text = NULL;
@@ -286,8 +286,12 @@ enum explore_verdict explore_judge(const struct ex *x, sim_volume *v, size_t poi
 	char err[512];
 	ref_fs *fs;
 	/* No usebackuproot: as the kernel, ref must not show an older state than
-	 * the superblock names, and a root tree the damage hit fails the mount. */
-	struct ref_open_opts oo = { .super_mirror = -1 };
+	 * the superblock names, and a root tree the damage hit fails the mount.
+	 * Only the primary superblock copy, as the kernel's mount reads it
+	 * (btrfs_read_dev_super looks at copy 0 alone): a primary the damage
+	 * hit fails the mount (detected), where the newest valid copy, an older
+	 * mirror, would show an older state than was committed. */
+	struct ref_open_opts oo = { .super_mirror = 0 };
 	if (ref_open(v, &oo, &fs, err, sizeof(err))) {
 		snprintf(why, whylen, "the file system does not mount: %s", err);
 		return damaged && detected(err) ? EXPLORE_DETECTED : EXPLORE_MOUNT;
