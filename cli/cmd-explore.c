@@ -87,6 +87,12 @@ static int cmd_explore(int argc, char **argv)
 		cli_explore_free(&ce);
 		return cli_fail(&cli_cmd_explore, "out of memory");
 	}
+	if (db && ce.o.target == EXPLORE_KERNEL) {
+		wl_free(&w);
+		cli_explore_free(&ce);
+		return cli_usage_error(&cli_cmd_explore,
+				       "the trace store does not record kernel runs yet: not with --db");
+	}
 	if (db && ce.o.lose_disk) { /* (a replay could not judge its states the same) */
 		wl_free(&w);
 		cli_explore_free(&ce);
@@ -123,6 +129,10 @@ static int cmd_explore(int argc, char **argv)
 	       res->violations == 1 ? "" : "s");
 	if (res->detected)
 		printf(", %zu with injected damage detected", res->detected);
+	if (res->cached)
+		printf(", %zu judged by an earlier state with the same disks", res->cached);
+	if (res->hangs)
+		printf(", %zu hang%s", res->hangs, res->hangs == 1 ? "" : "s");
 	if (res->degraded_states)
 		printf("; %zu states with a disk lost, %zu of them unreadable (the write hole)",
 		       res->degraded_states, res->write_hole);

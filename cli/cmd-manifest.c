@@ -1,12 +1,12 @@
 /*
  * cmd-manifest.c - `btrsim manifest`: a canonical line-per-object description
  * of a file-system tree, from an image (ref/'s read API, traces/manifest_ref.c)
- * or from a host directory (POSIX calls, manifest-host.c), both formatted by
+ * or from a host directory (POSIX calls, traces/manifest_host.c), both formatted by
  * traces/manifest.c so that `diff` of the two shows where the kernel's view
  * and ref's view differ.
  */
 #include "cli/image.h"
-#include "cli/manifest.h"
+#include "cli/cli.h"
 #include "traces/manifest.h"
 
 #include <errno.h>
@@ -154,7 +154,9 @@ static int cmd_manifest(int argc, char **argv)
 								 : "nologreplay");
 		if (!*host)
 			return cli_usage_error(&cli_cmd_manifest, "--host needs a directory");
-		rc = mf_walk_host(&cli_cmd_manifest, &m, host);
+		char err[4200];
+		rc = mf_walk_host(&m, host, NULL, err, sizeof(err))
+			     ? cli_fail(&cli_cmd_manifest, "%s", err) : 0;
 	} else {
 		if (optind >= argc)
 			return cli_usage_error(&cli_cmd_manifest, "needs at least one image, or --host DIR");

@@ -3,6 +3,7 @@
 #include "faults/plan.h"
 #include "ref/compress.h"
 #include "ref/ref.h"
+#include "traces/kernel.h"
 
 #include <linux/btrfs_tree.h>
 #include <stdlib.h>
@@ -65,6 +66,34 @@ int cli_explore_opt(struct cli_explore *ce, const struct cli_cmd *cmd, int c, co
 		ce->mount_set = true;
 		return 0;
 	}
+	case EXPLORE_OPT_TARGET:
+		if (!strcmp(arg, "ref") || !strcmp(arg, "kernel")) {
+			ce->o.target = arg[0] == 'k' ? EXPLORE_KERNEL : EXPLORE_REF;
+			return 0;
+		}
+		return cli_usage_error(cmd, "--target takes ref or kernel, not '%s'", arg);
+	case EXPLORE_OPT_MOUNT_OPTIONS:
+		if (strlen(arg) > 512 || strpbrk(arg, " \t\n"))
+			return cli_usage_error(cmd, "--mount-options takes one -o list (at most 512 "
+						    "bytes, no spaces)");
+		ce->o.mount_options = arg;
+		ce->kernel_only = "--mount-options";
+		return 0;
+	case EXPLORE_OPT_DISK_MODE: {
+		int m = kdisk_mode_parse(arg);
+		if (m < 0)
+			return cli_usage_error(cmd, "--disk-mode takes honest, no-flush, no-fua or "
+						    "tear, not '%s'", arg);
+		ce->o.disk_mode = m;
+		ce->kernel_only = "--disk-mode";
+		return 0;
+	}
+	case EXPLORE_OPT_TIMEOUT:
+		if (cli_parse_u64(arg, &v, false) || v < 1 || v > 3600)
+			return cli_usage_error(cmd, "--timeout takes 1 to 3600 seconds, not '%s'", arg);
+		ce->o.timeout_ms = (unsigned)v * 1000;
+		ce->kernel_only = "--timeout";
+		return 0;
 	default: return -1;
 	}
 }
@@ -99,6 +128,15 @@ int cli_explore_load(struct cli_explore *ce, char *err, size_t errlen)
 {
 	if (ce->profile >= 0) /* (after --disks, whatever the order given) */
 		ce->o.data_profile = ce->o.meta_profile = (uint64_t)ce->profile;
+	if (ce->kernel_only && ce->o.target != EXPLORE_KERNEL) {
+		snprintf(err, errlen, "%s is for --target kernel", ce->kernel_only);
+		return -1;
+	}
+	if (ce->o.target == EXPLORE_KERNEL && (ce->faults_path || ce->o.lose_disk)) {
+		snprintf(err, errlen, "--%s acts on ref; the kernel target's disks misbehave with "
+				      "--disk-mode", ce->faults_path ? "faults" : "lose-disk");
+		return -1;
+	}
 	if (!ce->faults_path)
 		return 0;
 	if (fault_plan_parse_file(ce->faults_path, &ce->plan, err, errlen))

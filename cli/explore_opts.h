@@ -14,6 +14,18 @@
 
 
 #define EXPLORE_OPTS_HELP \
+	"  --target T          ref (the default: ref over memory disks) or kernel:\n" \
+	"                      the running kernel's btrfs over loop devices whose\n" \
+	"                      files are sim disks served through FUSE; each state\n" \
+	"                      mounted by the kernel, checked by btrfs check and\n" \
+	"                      btrsim check, and compared with ref's view (root)\n" \
+	"  --mount-options O   kernel: more options for its mounts (-o O)\n" \
+	"  --disk-mode M       kernel: how the FUSE disks behave: honest (default),\n" \
+	"                      no-flush (flushes do nothing), no-fua (the flush of\n" \
+	"                      a lone write is dropped), tear (writes tear at 512\n" \
+	"                      bytes under 4 KiB blocks)\n" \
+	"  --timeout SECONDS   kernel: a mount, unmount, check or operation taking\n" \
+	"                      longer is a hang (30)\n" \
 	"  --max-subset K      all subsets while at most K writes are volatile (10)\n" \
 	"  --samples N         random subsets beyond that, per crash point (64)\n" \
 	"  --torn N            states with a torn write, per crash point (4)\n" \
@@ -48,6 +60,10 @@
 #define EXPLORE_OPT_NOTREELOG 0x103
 #define EXPLORE_OPT_COMPRESS 0x104
 #define EXPLORE_OPT_COMPRESS_FORCE 0x105
+#define EXPLORE_OPT_TARGET 0x106
+#define EXPLORE_OPT_MOUNT_OPTIONS 0x107
+#define EXPLORE_OPT_DISK_MODE 0x108
+#define EXPLORE_OPT_TIMEOUT 0x109
 
 #define EXPLORE_LONG_OPTS \
 	{ "max-subset", required_argument, NULL, 'k' }, { "samples", required_argument, NULL, 'n' }, \
@@ -59,7 +75,11 @@
 	{ "treelog", no_argument, NULL, EXPLORE_OPT_TREELOG }, \
 	{ "notreelog", no_argument, NULL, EXPLORE_OPT_NOTREELOG }, \
 	{ "compress", optional_argument, NULL, EXPLORE_OPT_COMPRESS }, \
-	{ "compress-force", optional_argument, NULL, EXPLORE_OPT_COMPRESS_FORCE }
+	{ "compress-force", optional_argument, NULL, EXPLORE_OPT_COMPRESS_FORCE }, \
+	{ "target", required_argument, NULL, EXPLORE_OPT_TARGET }, \
+	{ "mount-options", required_argument, NULL, EXPLORE_OPT_MOUNT_OPTIONS }, \
+	{ "disk-mode", required_argument, NULL, EXPLORE_OPT_DISK_MODE }, \
+	{ "timeout", required_argument, NULL, EXPLORE_OPT_TIMEOUT }
 
 struct cli_explore {
 	struct explore_opts o;
@@ -70,6 +90,7 @@ struct cli_explore {
 	int64_t profile;          /* --profile (a BTRFS_BLOCK_GROUP_* bit), -1 unset */
 	struct wl_mount mount;    /* --compress / --compress-force */
 	bool mount_set;
+	const char *kernel_only;  /* the last option given that needs --target kernel */
 };
 
 void cli_explore_init(struct cli_explore *ce);

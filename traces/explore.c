@@ -6,6 +6,7 @@
  * knows nothing of ref).
  */
 #include "traces/explore_internal.h"
+#include "traces/kernel_internal.h"
 #include "traces/model.h"
 #include "traces/run.h"
 #include "faults/plan.h"
@@ -30,12 +31,14 @@ void explore_defaults(struct explore_opts *o)
 	o->meta_profile = BTRFS_BLOCK_GROUP_DUP;
 	o->minimize_picks = true;
 	o->treelog = true; /* the kernel's default */
+	o->timeout_ms = 30000;
 }
 
 const char *explore_verdict_name(enum explore_verdict v)
 {
-	static const char *const names[EXPLORE_NVERDICTS] = { "ok", "mount", "check", "read",
-							       "oracle", "detected" };
+	static const char *const names[EXPLORE_NVERDICTS] = { "ok",	"mount",    "check",
+							       "read",	"oracle",   "detected",
+							       "disagree" };
 	return (unsigned)v < EXPLORE_NVERDICTS ? names[v] : "?";
 }
 
@@ -80,6 +83,92 @@ static bool has_subvol_ops(const struct wl_workload *w)
 	return false;
 }
 
+/* The arrays for the workload's operations and the model at the start. */
+int explore_rec_begin(struct ex *x, struct model **mp, char *err, size_t errlen)
+{
+	struct model *m = model_new();
+	size_t n = x->w->n;
+	x->spans = calloc(n + 1, sizeof(*x->spans));
+	x->snaps = calloc(n + 2, sizeof(*x->snaps));
+	if (m && x->o->treelog && (x->ids = calloc(n + 2, sizeof(*x->ids))))
+		(void)model_inos(m, &x->ids[0].v, &x->ids[0].n);
+	x->res->results = calloc(n ? n : 1, sizeof(int));
+	bool subv = has_subvol_ops(x->w);
+	if (subv && (x->subv = calloc(n + 2, sizeof(*x->subv))))
+		x->subv[0] = model_describe_subvols(m);
+	if (!m || !x->spans || !x->snaps || !x->res->results || !(x->snaps[0] = model_describe(m)) ||
+	    (x->o->treelog && (!x->ids || !x->ids[0].v)) ||
+	    (subv && (!x->subv || !x->subv[0]))) {
+		model_free(m);
+		return fail(err, errlen, ENOMEM, "%s", "out of memory");
+	}
+	*mp = m;
+	return 0;
+}
+
+int explore_rec_op(struct ex *x, struct model *m, size_t j, int got, uint64_t written,
+		   size_t before, size_t after, bool log_sync, bool skipped, char *err,
+		   size_t errlen)
+{
+	const struct wl_op *op = &x->w->ops[j];
+	int r = 0;
+	x->res->results[j] = got;
+	x->spans[j] = (struct span){ before, after,
+				     persists(op) && got == 0 && !log_sync && !skipped, op->line,
+				     log_sync, NULL };
+	/* A write that failed part-way (ENOSPC, EDQUOT, EIO): the model
+	 * takes the bytes that went in, as a short write. */
+	struct wl_op part;
+	const struct wl_op *mop = op;
+	if (got && written) {
+		part = *op;
+		part.len = written;
+		mop = &part;
+	}
+	char merr[512];
+	/* a receive's part-way states are the model's before it plus one */
+	struct model *pre = NULL;
+	if (op->kind == WL_RECEIVE && got == 0 && !(pre = model_clone(m)))
+		return fail(err, errlen, ENOMEM, "%s", "out of memory");
+	if (model_apply(m, mop, mop == op ? got : 0, merr, sizeof(merr))) {
+		snprintf(err, errlen, "%s:%zu: the model cannot follow: %s",
+			 x->w->name ? x->w->name : "workload", op->line, merr);
+		r = -EINVAL;
+	} else if (!(x->snaps[j + 1] = model_describe(m)) ||
+		   (x->subv && !(x->subv[j + 1] = model_describe_subvols(m))) ||
+		   (log_sync && !(x->spans[j].logged = model_names_of(m, op->path))) ||
+		   (x->ids && model_inos(m, &x->ids[j + 1].v, &x->ids[j + 1].n))) {
+		r = fail(err, errlen, ENOMEM, "%s", "out of memory");
+	}
+	if (!r && pre) {
+		r = explore_receive_span(x, j, pre, op, merr, sizeof(merr));
+		if (r == -EINVAL)
+			snprintf(err, errlen, "%s:%s", x->w->name ? x->w->name : "workload", merr);
+		else if (r)
+			r = fail(err, errlen, ENOMEM, "%s", "out of memory");
+	}
+	model_free(pre);
+	if (log_sync)
+		x->spans[j].ino = model_ino_of(m, op->path);
+	x->res->ops++;
+	return r;
+}
+
+int explore_rec_end(struct ex *x, struct model *m, size_t before, size_t after, bool umounted,
+		    char *err, size_t errlen)
+{
+	size_t n = x->w->n;
+	x->spans[n] = (struct span){ before, after, umounted, 0 };
+	x->nspans = n + 1;
+	model_free(m);
+	if (!x->snaps[n])
+		return 0; /* the recording stopped at an error of its own */
+	if (!(x->snaps[n + 1] = strdup(x->snaps[n])) ||
+	    (x->subv && !(x->subv[n + 1] = strdup(x->subv[n]))))
+		return fail(err, errlen, ENOMEM, "%s", "out of memory");
+	return 0;
+}
+
 static int record(struct ex *x, sim_volume *vol, char *err, size_t errlen)
 {
 	struct ref_mount_opts mo = { .open = { .super_mirror = -1 },
@@ -98,24 +187,13 @@ static int record(struct ex *x, sim_volume *vol, char *err, size_t errlen)
 			return -EINVAL;
 		}
 	}
-	struct model *m = model_new();
-	size_t n = x->w->n;
-	x->spans = calloc(n + 1, sizeof(*x->spans));
-	x->snaps = calloc(n + 2, sizeof(*x->snaps));
-	if (m && x->o->treelog && (x->ids = calloc(n + 2, sizeof(*x->ids))))
-		(void)model_inos(m, &x->ids[0].v, &x->ids[0].n);
-	x->res->results = calloc(n ? n : 1, sizeof(int));
-	bool subv = has_subvol_ops(x->w);
-	if (subv && (x->subv = calloc(n + 2, sizeof(*x->subv))))
-		x->subv[0] = model_describe_subvols(m);
-	if (!m || !x->spans || !x->snaps || !x->res->results || !(x->snaps[0] = model_describe(m)) ||
-	    (x->o->treelog && (!x->ids || !x->ids[0].v)) ||
-	    (subv && (!x->subv || !x->subv[0]))) {
-		model_free(m);
+	struct model *m;
+	int r = explore_rec_begin(x, &m, err, errlen);
+	if (r) {
 		ref_close(fs);
-		return fail(err, errlen, ENOMEM, "%s", "out of memory");
+		return r;
 	}
-	int r = 0;
+	size_t n = x->w->n;
 	for (size_t j = 0; j < n && !r; j++) {
 		const struct wl_op *op = &x->w->ops[j];
 		size_t before;
@@ -128,70 +206,27 @@ static int record(struct ex *x, sim_volume *vol, char *err, size_t errlen)
 		if (op->kind != WL_MARK && op->kind != WL_CRASH)
 			got = -wl_exec_ref_partial(fs, op, &written, msg, sizeof(msg));
 		ref_log_stats(fs, &ls1);
-		x->res->results[j] = got;
 		size_t after;
 		sim_volume_log(vol, &after);
 		/* An fsync that synced the log committed nothing: what it promised
-		 * is the log's (explore_logtree.c), not a commit's. */
-		bool log_sync = ls1.log_syncs > ls0.log_syncs;
-		/* One with nothing to log promised nothing new: no commit either. */
-		bool skipped = ls1.skipped > ls0.skipped;
-		x->spans[j] = (struct span){ before, after,
-					     persists(op) && got == 0 && !log_sync && !skipped,
-					     op->line, log_sync, NULL };
-		/* A write that failed part-way (ENOSPC, EDQUOT, EIO): the model
-		 * takes the bytes that went in, as a short write. */
-		struct wl_op part;
-		const struct wl_op *mop = op;
-		if (got && written) {
-			part = *op;
-			part.len = written;
-			mop = &part;
-		}
-		char merr[512];
-		/* a receive's part-way states are the model's before it plus one */
-		struct model *pre = NULL;
-		if (op->kind == WL_RECEIVE && got == 0 && !(pre = model_clone(m))) {
-			r = fail(err, errlen, ENOMEM, "%s", "out of memory");
-			break;
-		}
-		if (model_apply(m, mop, mop == op ? got : 0, merr, sizeof(merr))) {
-			snprintf(err, errlen, "%s:%zu: the model cannot follow: %s",
-				 x->w->name ? x->w->name : "workload", op->line, merr);
-			r = -EINVAL;
-		} else if (!(x->snaps[j + 1] = model_describe(m)) ||
-			   (x->subv && !(x->subv[j + 1] = model_describe_subvols(m))) ||
-			   (log_sync && !(x->spans[j].logged = model_names_of(m, op->path))) ||
-			   (x->ids && model_inos(m, &x->ids[j + 1].v, &x->ids[j + 1].n))) {
-			r = fail(err, errlen, ENOMEM, "%s", "out of memory");
-		}
-		if (!r && pre) {
-			r = explore_receive_span(x, j, pre, op, merr, sizeof(merr));
-			if (r == -EINVAL)
-				snprintf(err, errlen, "%s:%s", x->w->name ? x->w->name : "workload", merr);
-			else if (r)
-				r = fail(err, errlen, ENOMEM, "%s", "out of memory");
-		}
-		model_free(pre);
-		if (log_sync)
-			x->spans[j].ino = model_ino_of(m, op->path);
-		x->res->ops++;
+		 * is the log's (explore_logtree.c), not a commit's.  One with
+		 * nothing to log promised nothing new: no commit either. */
+		r = explore_rec_op(x, m, j, got, written, before, after,
+				   ls1.log_syncs > ls0.log_syncs, ls1.skipped > ls0.skipped, err,
+				   errlen);
 	}
 	size_t before;
 	sim_volume_log(vol, &before);
 	int u = ref_umount(fs);
 	size_t after;
 	sim_volume_log(vol, &after);
-	x->spans[n] = (struct span){ before, after, u == 0, 0 };
-	x->nspans = n + 1;
-	if (!r && (!(x->snaps[n + 1] = strdup(x->snaps[n])) ||
-		   (x->subv && !(x->subv[n + 1] = strdup(x->subv[n])))))
-		r = fail(err, errlen, ENOMEM, "%s", "out of memory");
+	int e = explore_rec_end(x, m, before, after, u == 0, err, errlen);
+	if (!r)
+		r = e;
 	/* With faults armed a failed final commit is an outcome to judge, not a
 	 * broken run: the crash states show what is on the disks. */
 	if (!r && u && !x->o->faults)
 		r = fail(err, errlen, EIO, "the final commit failed: %s", strerror(-u));
-	model_free(m);
 	return r;
 }
 
@@ -343,7 +378,9 @@ static enum explore_verdict crash_with(struct ex *x, sim_volume *cursor, size_t 
 	if (pk && pk != picks)
 		free(pk);
 	if (verdict == EXPLORE_OK)
-		verdict = explore_judge(x, v, point, state_damaged(x, p, c, nc), why, whylen);
+		verdict = (x->kern ? kernel_judge : explore_judge)(x, v, point,
+								   state_damaged(x, p, c, nc), why,
+								   whylen);
 	sim_volume_close(v);
 	return verdict;
 }
@@ -647,11 +684,23 @@ int explore_run(const struct wl_workload *w, const struct explore_opts *o,
 	struct ex x = { .o = o, .res = res, .w = w, .rng = o->seed, .sector = 4096 };
 	sim_volume *vol = NULL, *base = NULL;
 	size_t mkfs_ios = 0;
-	int r = make_volume(o, &vol, &mkfs_ios, err, errlen);
-	if (!r && sim_volume_clone(vol, &base))
-		r = fail(err, errlen, ENOMEM, "%s", "cloning the volume failed");
-	if (!r)
-		r = record(&x, vol, err, errlen);
+	struct kern kern;
+	int r;
+	if (o->target == EXPLORE_KERNEL) {
+		if (o->faults)
+			r = fail(err, errlen, EINVAL, "%s",
+				 "fault plans act on ref; the kernel target takes --disk-mode");
+		else if (!(r = kern_init(&kern, &x, err, errlen)))
+			x.kern = &kern;
+		if (!r)
+			r = kernel_record(&x, &vol, &base, &mkfs_ios, err, errlen);
+	} else {
+		r = make_volume(o, &vol, &mkfs_ios, err, errlen);
+		if (!r && sim_volume_clone(vol, &base))
+			r = fail(err, errlen, ENOMEM, "%s", "cloning the volume failed");
+		if (!r)
+			r = record(&x, vol, err, errlen);
+	}
 	if (o->faults) {
 		size_t nc;
 		const struct fault_count *fc = fault_plan_counts(&nc);
@@ -685,6 +734,8 @@ int explore_run(const struct wl_workload *w, const struct explore_opts *o,
 	}
 	free(x.spans);
 	free(x.dmg);
+	if (x.kern)
+		kern_free(x.kern);
 	if (base)
 		sim_volume_close(base);
 	if (vol)

@@ -40,9 +40,13 @@ enum explore_verdict {
 	EXPLORE_READ,     /* reading the recovered tree failed */
 	EXPLORE_ORACLE,   /* consistent, but not a state the oracle allows */
 	EXPLORE_DETECTED, /* corruption a fault plan injected, and detected: not a violation */
+	/* the kernel target: the kernel's state is legal, but ref shows
+	 * another tree for the same disks, or btrsim check finds errors btrfs
+	 * check does not (a finding about ref, not the kernel) */
+	EXPLORE_DISAGREE,
 	EXPLORE_NVERDICTS
 };
-/* "ok", "mount", "check", "read", "oracle", "detected". */
+/* "ok", "mount", "check", "read", "oracle", "detected", "disagree". */
 const char *explore_verdict_name(enum explore_verdict v);
 
 /* One judged crash state, as the sink sees it. */
@@ -65,7 +69,24 @@ struct explore_sink {
 	int (*state)(void *ctx, const struct explore_state *st);
 };
 
+/* What the workload runs on and the crash states are judged by. */
+enum explore_target {
+	EXPLORE_REF,    /* ref over memory disks; ref mounts each state */
+	/* the running kernel's btrfs over loop devices on FUSE-served sim
+	 * disks (traces/kernel.h); the kernel mounts each state, btrfs check
+	 * and btrsim check check what it left, ref's view is compared */
+	EXPLORE_KERNEL,
+};
+
 struct explore_opts {
+	enum explore_target target;
+	/* With the kernel target: more mount options (NULL: none), how the
+	 * FUSE disks behave (enum kdisk_mode, honest by default), and the
+	 * time a mount, an unmount, a check or an operation may take before
+	 * it counts as a hang (30 s). */
+	const char *mount_options;
+	int disk_mode;
+	unsigned timeout_ms;
 	uint64_t seed;       /* the sampling and tearing choices, and mkfs's uuids */
 	unsigned max_subset; /* all subsets while at most this many writes are volatile (10) */
 	unsigned samples;    /* random subsets beyond that (64) */
@@ -101,6 +122,10 @@ struct explore_result {
 	 * them those whose committed data a lost disk made unreadable (the
 	 * RAID5/6 write hole: detected, never wrong). */
 	size_t degraded_states, write_hole;
+	/* The kernel target: states whose mount, walk, unmount or check did
+	 * not finish in time (each also a violation), and states judged by
+	 * the verdict of an earlier state with the same disks. */
+	size_t hangs, cached;
 	double seconds;
 	/* The first violation: its state, verdict and picks (minimized when
 	 * minimize_picks is set), and the text: where, and the diff. */

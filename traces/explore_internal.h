@@ -7,6 +7,7 @@
 
 #include "traces/explore.h"
 #include "traces/model.h"
+#include "ref/ref.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -57,12 +58,27 @@ struct ex {
 	 * writes still in a disk cache, which damage only the states that
 	 * persist them. */
 	bool damage_durable;
+	/* The kernel target's state (kernel_internal.h); NULL for ref. */
+	struct kern *kern;
 	struct dmg {
 		unsigned disk;
 		uint64_t seq; /* in the replaying volume's log */
 	} *dmg;
 	size_t ndmg, dmg_cap;
 };
+
+/* Recording (explore.c), for each target's driver: begin makes the arrays
+ * for the workload's operations and the model; each operation j, once run,
+ * gives its result (0 or a positive errno), the bytes a failed write put in
+ * all the same, where its IO lies in the log, and whether it synced the
+ * fsync log (log_sync) or found nothing new to make durable (skipped); end
+ * takes the final unmount's IO and frees m.  0 or -errno with err set. */
+int explore_rec_begin(struct ex *x, struct model **m, char *err, size_t errlen);
+int explore_rec_op(struct ex *x, struct model *m, size_t j, int got, uint64_t written,
+		   size_t before, size_t after, bool log_sync, bool skipped, char *err,
+		   size_t errlen);
+int explore_rec_end(struct ex *x, struct model *m, size_t before, size_t after, bool umounted,
+		    char *err, size_t errlen);
 
 /* Judges the crashed volume v at crash point `point`: returns its verdict,
  * with the reason in why (for every verdict but ok).  damaged: injected
@@ -88,6 +104,20 @@ int explore_logtree_legal(const struct ex *x, size_t point, size_t lo, size_t hi
  * that had returned (what it logged must be there; explore_logtree_legal
  * judges the states of earlier commits with the log on top). */
 size_t explore_logtree_floor(const struct ex *x, size_t point, size_t lo, size_t hi);
+
+/* The verdict on a recovered state whose tree is text (model_describe's
+ * form): whether it is one of the legal states at crash point `point`;
+ * subvols(ctx) gives its subvolume lines (model_describe_subvols's form;
+ * NULL with err set when they do not read), asked only when needed. */
+enum explore_verdict explore_legal(const struct ex *x, size_t point, const char *text,
+				   char *(*subvols)(void *ctx, char *err, size_t errlen), void *ctx,
+				   bool damaged, char *why, size_t whylen);
+/* ref's view of a file system's top subvolume in model_describe's form
+ * (NULL with why set when it does not read). */
+char *explore_describe_ref(ref_fs *fs, char *why, size_t whylen);
+/* The first line where two descriptions differ, as "PATH: expected X,
+ * found Y". */
+void explore_first_diff(const char *want, const char *got, char *out, size_t len);
 
 enum explore_verdict explore_judge(const struct ex *x, sim_volume *v, size_t point, bool damaged,
 				   char *why, size_t whylen);

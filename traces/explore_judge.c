@@ -25,7 +25,7 @@ static bool quota_stale(ref_fs *fs)
 	       (flags & BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT);
 }
 
-static char *describe(ref_fs *fs, char *why, size_t whylen)
+char *explore_describe_ref(ref_fs *fs, char *why, size_t whylen)
 {
 	struct manifest m = { 0 };
 	struct ref_ino root;
@@ -147,7 +147,7 @@ static char *describe_subvols(ref_fs *fs, char *why, size_t whylen)
 }
 
 /* The first line where two descriptions differ, as "PATH: expected X, found Y". */
-static void first_diff(const char *want, const char *got, char *out, size_t len)
+void explore_first_diff(const char *want, const char *got, char *out, size_t len)
 {
 	while (*want && *got) {
 		const char *we = strchr(want, '\n'), *ge = strchr(got, '\n');
@@ -241,7 +241,7 @@ static enum explore_verdict judge_lost_disks(const struct ex *x, sim_volume *v, 
 		char err[512];
 		char *text = NULL;
 		if (ref_open(c, &oo, &fs, err, sizeof(err)) == 0) {
-			text = describe(fs, err, sizeof(err));
+			text = explore_describe_ref(fs, err, sizeof(err));
 			ref_close(fs);
 		}
 		sim_volume_close(c);
@@ -265,7 +265,7 @@ static enum explore_verdict judge_lost_disks(const struct ex *x, sim_volume *v, 
 			ok = explore_receive_legal(x, lo, hi, text, NULL) > 0;
 		if (!ok) {
 			char diff[1200];
-			first_diff(x->snaps[hi], text, diff, sizeof(diff));
+			explore_first_diff(x->snaps[hi], text, diff, sizeof(diff));
 			snprintf(why, whylen,
 				 "with disk %u lost, no legal state (after operations %zu..%zu): %s", d, lo,
 				 hi, diff);
@@ -275,6 +275,74 @@ static enum explore_verdict judge_lost_disks(const struct ex *x, sim_volume *v, 
 		free(text);
 	}
 	return EXPLORE_OK;
+}
+
+static char *ref_subvols(void *fs, char *err, size_t errlen)
+{
+	return describe_subvols(fs, err, errlen);
+}
+
+enum explore_verdict explore_legal(const struct ex *x, size_t point, const char *text,
+				   char *(*subvols)(void *ctx, char *err, size_t errlen), void *ctx,
+				   bool damaged, char *why, size_t whylen)
+{
+	enum explore_verdict verdict = EXPLORE_OK;
+	size_t lo, hi;
+	legal_range(x, point, &lo, &hi);
+	bool ok = false;
+	/* With subvolume operations the subvolumes must be those of the same
+	 * state: which directories are subvolumes (read-only or not) and
+	 * which are a snapshot's stand-ins (read only when needed). */
+	char *subv = NULL, sverr[512] = "";
+	size_t tj = SIZE_MAX; /* a state whose tree matched */
+	size_t from = x->o->treelog ? explore_logtree_floor(x, point, lo, hi) : lo;
+	for (size_t j = from; j <= hi && !ok; j++) {
+		if (strcmp(text, x->snaps[j]))
+			continue;
+		if (tj == SIZE_MAX)
+			tj = j;
+		if (x->subv && !subv && !sverr[0] && !(subv = subvols(ctx, sverr, sizeof(sverr))) &&
+		    !sverr[0])
+			snprintf(sverr, sizeof(sverr), "out of memory");
+		ok = !x->subv || (subv && !strcmp(subv, x->subv[j]));
+	}
+	/* A crash inside a receive: its subvolume part-way. */
+	int lg = 0;
+	if (!ok && x->subv && !sverr[0]) {
+		if (!subv && !(subv = subvols(ctx, sverr, sizeof(sverr))) && !sverr[0])
+			snprintf(sverr, sizeof(sverr), "out of memory");
+		if (subv && (lg = explore_receive_legal(x, lo, hi, text, subv)) > 0)
+			ok = true;
+	}
+	/* With the log tree: the last commit with the fsync log replayed. */
+	if (!ok && tj == SIZE_MAX && x->o->treelog &&
+	    (lg = explore_logtree_legal(x, point, lo, hi, text)) > 0)
+		ok = true;
+	if (lg < 0) {
+		snprintf(why, whylen, "judging the log's promises: out of memory");
+		verdict = EXPLORE_READ;
+	} else if (!ok && sverr[0]) {
+		snprintf(why, whylen, "reading the recovered subvolumes: %s", sverr);
+		verdict = damaged && detected(sverr) ? EXPLORE_DETECTED : EXPLORE_READ;
+	} else if (!ok && tj != SIZE_MAX) {
+		char d[1200];
+		explore_first_diff(x->subv[tj], subv, d, sizeof(d));
+		snprintf(why, whylen,
+			 "no legal state (after operations %zu..%zu, lines %zu..%zu): the tree is "
+			 "that after operation %zu but the subvolumes differ: %s",
+			 lo, hi, lo ? x->spans[lo - 1].line : 0, hi ? x->spans[hi - 1].line : 0, tj, d);
+		verdict = EXPLORE_ORACLE;
+	} else if (!ok) {
+		char d[1200];
+		explore_first_diff(x->snaps[hi], text, d, sizeof(d));
+		snprintf(why, whylen, "no legal state (after operations %zu..%zu, lines %zu..%zu): %s",
+			 lo, hi, lo ? x->spans[lo - 1].line : 0, hi ? x->spans[hi - 1].line : 0, d);
+		verdict = EXPLORE_ORACLE;
+	} else {
+		why[0] = 0;
+	}
+	free(subv);
+	return verdict;
 }
 
 enum explore_verdict explore_judge(const struct ex *x, sim_volume *v, size_t point, bool damaged,
@@ -312,67 +380,13 @@ enum explore_verdict explore_judge(const struct ex *x, sim_volume *v, size_t poi
 				      "track of them (a number would have gone below zero)");
 		verdict = EXPLORE_CHECK;
 	} else {
-		char *text = describe(fs, err, sizeof(err));
-		size_t lo, hi;
-		legal_range(x, point, &lo, &hi);
-		bool ok = false;
-		/* With subvolume operations the subvolumes must be those of the same
-		 * state: which directories are subvolumes (read-only or not) and
-		 * which are a snapshot's stand-ins. */
-		char *subv = NULL, sverr[512] = "";
-		size_t tj = SIZE_MAX; /* a state whose tree matched */
-		size_t from = x->o->treelog ? explore_logtree_floor(x, point, lo, hi) : lo;
-		for (size_t j = from; text && j <= hi && !ok; j++) {
-			if (strcmp(text, x->snaps[j]))
-				continue;
-			if (tj == SIZE_MAX)
-				tj = j;
-			if (x->subv && !subv && !sverr[0] &&
-			    !(subv = describe_subvols(fs, sverr, sizeof(sverr))) && !sverr[0])
-				snprintf(sverr, sizeof(sverr), "out of memory");
-			ok = !x->subv || (subv && !strcmp(subv, x->subv[j]));
-		}
-		/* A crash inside a receive: its subvolume part-way. */
-		int lg = 0;
-		if (text && !ok && x->subv && !sverr[0]) {
-			if (!subv && !(subv = describe_subvols(fs, sverr, sizeof(sverr))) && !sverr[0])
-				snprintf(sverr, sizeof(sverr), "out of memory");
-			if (subv && (lg = explore_receive_legal(x, lo, hi, text, subv)) > 0)
-				ok = true;
-		}
-		/* With the log tree: the last commit with the fsync log replayed. */
-		if (text && !ok && tj == SIZE_MAX && x->o->treelog &&
-		    (lg = explore_logtree_legal(x, point, lo, hi, text)) > 0)
-			ok = true;
-		if (lg < 0) {
-			snprintf(why, whylen, "judging the log's promises: out of memory");
-			verdict = EXPLORE_READ;
-		} else if (text && !ok && sverr[0]) {
-			snprintf(why, whylen, "reading the recovered subvolumes: %s", sverr);
-			verdict = damaged && detected(sverr) ? EXPLORE_DETECTED : EXPLORE_READ;
-		} else if (text && !ok && tj != SIZE_MAX) {
-			char d[1200];
-			first_diff(x->subv[tj], subv, d, sizeof(d));
-			snprintf(why, whylen,
-				 "no legal state (after operations %zu..%zu, lines %zu..%zu): the tree is "
-				 "that after operation %zu but the subvolumes differ: %s",
-				 lo, hi, lo ? x->spans[lo - 1].line : 0, hi ? x->spans[hi - 1].line : 0, tj,
-				 d);
-			verdict = EXPLORE_ORACLE;
-		} else if (!text) {
+		char *text = explore_describe_ref(fs, err, sizeof(err));
+		if (!text) {
 			snprintf(why, whylen, "reading the recovered tree: %s", err);
 			verdict = damaged && detected(err) ? EXPLORE_DETECTED : EXPLORE_READ;
-		} else if (!ok) {
-			char d[1200];
-			first_diff(x->snaps[hi], text, d, sizeof(d));
-			snprintf(why, whylen,
-				 "no legal state (after operations %zu..%zu, lines %zu..%zu): %s", lo, hi,
-				 lo ? x->spans[lo - 1].line : 0, hi ? x->spans[hi - 1].line : 0, d);
-			verdict = EXPLORE_ORACLE;
 		} else {
-			why[0] = 0;
+			verdict = explore_legal(x, point, text, ref_subvols, fs, damaged, why, whylen);
 		}
-		free(subv);
 		free(text);
 	}
 	free(report);

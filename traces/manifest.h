@@ -2,7 +2,7 @@
  * manifest.h - the canonical description of a file-system tree that
  * `btrsim manifest` prints and the crash oracle compares: walkers of an image
  * (ref/'s read API, manifest_ref.c) and of a host directory (POSIX calls,
- * cli/manifest-host.c) hand each object to mf_add, so the same code formats
+ * traces/manifest_host.c) hand each object to mf_add, so the same code formats
  * every side and `diff` of the outputs compares the views.
  */
 #ifndef BTRSIM_TRACES_MANIFEST_H
@@ -100,5 +100,11 @@ void mf_xattrs_clear(struct mf_xattrs *xs);
  * 0, or 1 with "PATH: why" in err. */
 int mf_walk_ref(struct manifest *m, ref_fs *fs, const struct ref_ino *start, char *err,
 		size_t errlen);
+
+/* The host walker (manifest_host.c): the tree below directory dir as the
+ * kernel shows it, other file systems listed but not entered; with subvols,
+ * also model_describe_subvols's lines for it (malloc'd).  0, or -errno with
+ * "DIR/PATH: why" in err. */
+int mf_walk_host(struct manifest *m, const char *dir, char **subvols, char *err, size_t errlen);
 
 #endif

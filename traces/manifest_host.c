@@ -1,9 +1,11 @@
 /*
- * manifest-host.c - the host side of `btrsim manifest`: a directory tree as
- * the kernel shows it (lstat, readdir, readlink, l*xattr, read), handed object
- * by object to the formatter the image side uses (cmd-manifest.c).
+ * manifest_host.c - a directory tree as the kernel shows it (lstat, readdir,
+ * readlink, l*xattr, read), handed object by object to the formatter the
+ * image side uses: `btrsim manifest --host`, and the kernel target's judge
+ * (kernel_judge.c), which also takes the subvolume lines.
  */
-#include "cli/manifest.h"
+#include "traces/manifest.h"
+#include "traces/model.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -29,8 +31,13 @@
 #define MAX_DEPTH 4096
 
 struct hwalk {
-	const struct cli_cmd *cmd;
+	char *err;
+	size_t errlen;
 	struct manifest *m;
+	/* With subvols: model_describe_subvols's lines for what is found */
+	bool subvols;
+	char **sv;
+	size_t nsv, svcap;
 	const char *top; /* DIR, without trailing slashes */
 	bool top_btrfs;
 	unsigned char top_fsid[BTRFS_FSID_SIZE];
@@ -38,10 +45,55 @@ struct hwalk {
 	struct mf_xattrs xs;
 };
 
-/* "btrsim manifest: DIR/PATH: <why>" (PATH escaped); returns 1. */
+/* "DIR/PATH: <why>" (PATH escaped) into w->err; returns -err. */
+static int hfail_text(struct hwalk *w, const char *path, int err, const char *why)
+{
+	snprintf(w->err, w->errlen, "%s%s: %s", w->top, strcmp(path, "/") ? path : "", why);
+	return -err;
+}
+
 static int hfail(struct hwalk *w, const char *path, int err)
 {
-	return cli_fail(w->cmd, "%s%s: %s", w->top, strcmp(path, "/") ? path : "", strerror(err));
+	return hfail_text(w, path, err, strerror(err));
+}
+
+/* One subvolume line, "PATH WHAT\n". */
+static int sv_line(struct hwalk *w, const char *path, const char *what)
+{
+	if (w->nsv == w->svcap) {
+		size_t cap = w->svcap ? 2 * w->svcap : 16;
+		char **v = realloc(w->sv, cap * sizeof(*v));
+		if (!v)
+			return hfail(w, path, ENOMEM);
+		w->sv = v;
+		w->svcap = cap;
+	}
+	if (asprintf(&w->sv[w->nsv], "%s %s\n", path, what) < 0)
+		return hfail(w, path, ENOMEM);
+	w->nsv++;
+	return 0;
+}
+
+/* The line of the subvolume whose root is hpath: read-only or not by its
+ * flags, received when it has a received uuid. */
+static int sv_root(struct hwalk *w, const char *hpath, const char *path)
+{
+	int fd = open(hpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return hfail(w, path, errno);
+	uint64_t flags = 0;
+	struct btrfs_ioctl_get_subvol_info_args info;
+	memset(&info, 0, sizeof(info));
+	int e = ioctl(fd, BTRFS_IOC_SUBVOL_GETFLAGS, &flags) ? errno
+		: ioctl(fd, BTRFS_IOC_GET_SUBVOL_INFO, &info) ? errno : 0;
+	close(fd);
+	if (e)
+		return hfail(w, path, e);
+	static const unsigned char none[BTRFS_UUID_SIZE];
+	bool ro = flags & BTRFS_SUBVOL_RDONLY;
+	bool rx = memcmp(info.received_uuid, none, BTRFS_UUID_SIZE) != 0;
+	return sv_line(w, path, rx ? (ro ? "subvol ro received" : "subvol rw received")
+				   : (ro ? "subvol ro" : "subvol rw"));
 }
 
 static int hash_file(struct hwalk *w, const char *hpath, const char *path,
@@ -262,18 +314,21 @@ static int hwalk_one(struct hwalk *w, const char *hpath, const char *path, const
 		if (r == ENOTTY && st->st_ino == BTRFS_EMPTY_SUBVOL_DIR_OBJECTID) {
 			/* The kernel's stand-in for the entry of a subvolume that a
 			 * snapshot copied: empty, and without ioctls. */
+			if (w->subvols && (r = sv_line(w, path, "stand-in")))
+				return r;
 		} else if (r > 0) {
 			return hfail(w, path, r);
 		} else if (r || memcmp(fsid, w->top_fsid, BTRFS_FSID_SIZE)) {
 			return 0;
+		} else if (w->subvols && (r = sv_root(w, hpath, path))) {
+			return r;
 		}
 	}
 	if (depth >= MAX_DEPTH)
 		return hfail(w, path, ELOOP);
 	int r = mf_enter(w->m, st->st_dev, st->st_ino);
 	if (r)
-		return cli_fail(w->cmd, "%s%s: %s", w->top, strcmp(path, "/") ? path : "",
-				mf_enter_error(r));
+		return hfail_text(w, path, -r, mf_enter_error(r));
 	rc = hwalk_dir(w, hpath, path, st->st_dev, depth + 1);
 	mf_leave(w->m, st->st_dev, st->st_ino);
 	return rc;
@@ -332,15 +387,17 @@ static int hwalk_dir(struct hwalk *w, const char *hpath, const char *path, dev_t
 	return rc;
 }
 
-int mf_walk_host(const struct cli_cmd *cmd, struct manifest *m, const char *dir)
+int mf_walk_host(struct manifest *m, const char *dir, char **subvols, char *err, size_t errlen)
 {
-	struct hwalk w = { .cmd = cmd, .m = m };
+	struct hwalk w = { .err = err, .errlen = errlen, .m = m, .subvols = subvols != NULL };
 	size_t len = strlen(dir);
 	while (len > 1 && dir[len - 1] == '/')
 		len--;
 	char *top = strndup(dir, len);
-	if (!top)
-		return cli_fail(cmd, "%s", strerror(ENOMEM));
+	if (!top) {
+		snprintf(err, errlen, "%s", strerror(ENOMEM));
+		return -ENOMEM;
+	}
 	w.top = top;
 	struct stat st;
 	int rc, r;
@@ -357,6 +414,11 @@ int mf_walk_host(const struct cli_cmd *cmd, struct manifest *m, const char *dir)
 		w.top_btrfs = r == 0;
 		rc = hwalk_one(&w, top, "/", &st, st.st_dev, 0);
 	}
+	if (!rc && subvols && !(*subvols = model_lines_join(w.sv, w.nsv)))
+		rc = hfail(&w, "/", ENOMEM);
+	for (size_t i = 0; i < w.nsv; i++)
+		free(w.sv[i]);
+	free(w.sv);
 	mf_xattrs_clear(&w.xs);
 	free(w.xs.x);
 	free(w.buf);

@@ -1,0 +1,468 @@
+/*
+ * kernel_loop.c - loop devices, kernel mounts with timeouts, and the
+ * registry that releases them on every path (kernel.h).
+ *
+ * Loop devices are configured with LOOP_CONFIGURE and autoclear, so that
+ * the kernel frees one as soon as nothing holds it (its file system is
+ * unmounted and our descriptor closed): a process that dies leaks no loop
+ * device it is not still mounted on.  Mounts are made by a child process
+ * the parent waits for with a timeout: a mount the kernel never finishes is
+ * a hang to record, not a hang of btrsim.  Registered mounts are unmounted
+ * lazily (MNT_DETACH) and registered directories removed at release, which
+ * runs at the end of a run and from the signal handlers.
+ */
+#include "traces/kernel.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/loop.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- The registry ---- */
+
+#define KREG_MAX 64
+enum kreg_kind { KREG_FREE, KREG_LOOP, KREG_MOUNT, KREG_DIR };
+static struct kreg {
+	volatile sig_atomic_t kind;
+	char path[256];
+} reg[KREG_MAX];
+
+static void reg_add(enum kreg_kind kind, const char *path)
+{
+	for (int i = 0; i < KREG_MAX; i++)
+		if (reg[i].kind == KREG_FREE) {
+			snprintf(reg[i].path, sizeof(reg[i].path), "%s", path);
+			reg[i].kind = kind;
+			return;
+		}
+}
+
+static void reg_del(enum kreg_kind kind, const char *path)
+{
+	for (int i = 0; i < KREG_MAX; i++)
+		if (reg[i].kind == (sig_atomic_t)kind && !strcmp(reg[i].path, path)) {
+			reg[i].kind = KREG_FREE;
+			return;
+		}
+}
+
+void kreg_mount(const char *dir)
+{
+	reg_add(KREG_MOUNT, dir);
+}
+
+void kunreg_mount(const char *dir)
+{
+	reg_del(KREG_MOUNT, dir);
+}
+
+/* Only async-signal-safe calls: the signal handlers run it. */
+static void release(void)
+{
+	/* mounts first (newest first: a mount over a loop over a FUSE file),
+	 * then loop devices, then directories */
+	for (int i = KREG_MAX - 1; i >= 0; i--)
+		if (reg[i].kind == KREG_MOUNT) {
+			umount2(reg[i].path, MNT_DETACH);
+			reg[i].kind = KREG_FREE;
+		}
+	for (int i = KREG_MAX - 1; i >= 0; i--)
+		if (reg[i].kind == KREG_LOOP) {
+			int fd = open(reg[i].path, O_RDONLY | O_CLOEXEC);
+			if (fd >= 0) {
+				ioctl(fd, LOOP_CLR_FD, 0);
+				close(fd);
+			}
+			reg[i].kind = KREG_FREE;
+		}
+	for (int i = KREG_MAX - 1; i >= 0; i--)
+		if (reg[i].kind == KREG_DIR) {
+			rmdir(reg[i].path);
+			reg[i].kind = KREG_FREE;
+		}
+}
+
+void kernel_release_all(void)
+{
+	release();
+}
+
+static void on_signal(int sig)
+{
+	release();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+void kernel_guard_signals(void)
+{
+	static bool done;
+	if (done)
+		return;
+	done = true;
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
+int ktmpdir(const char *base, const char *what, char *out, size_t outlen)
+{
+	const char *t = base ? base : getenv("TMPDIR");
+	if (snprintf(out, outlen, "%s/btrsim-%s.XXXXXX", t && *t ? t : "/tmp", what) >= (int)outlen)
+		return -ENAMETOOLONG;
+	if (!mkdtemp(out))
+		return -errno;
+	reg_add(KREG_DIR, out);
+	return 0;
+}
+
+void krmdir(const char *dir)
+{
+	if (dir[0]) {
+		rmdir(dir);
+		reg_del(KREG_DIR, dir);
+	}
+}
+
+/* ---- Can this process do it? ---- */
+
+static bool kernel_has_btrfs(void)
+{
+	FILE *f = fopen("/proc/filesystems", "r");
+	char line[128];
+	bool yes = false;
+	while (f && !yes && fgets(line, sizeof(line), f))
+		yes = strstr(line, "\tbtrfs\n") != NULL;
+	if (f)
+		fclose(f);
+	return yes;
+}
+
+int kernel_can_run(bool fuse, char *why, size_t whylen)
+{
+	if (geteuid() != 0) {
+		snprintf(why, whylen, "the kernel target needs root (loop devices, mount)");
+		return -EPERM;
+	}
+	int fd = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+		snprintf(why, whylen, "no loop devices: /dev/loop-control: %s", strerror(e));
+		return -e;
+	}
+	close(fd);
+	if (!kernel_has_btrfs()) {
+		/* a mount would load the module; try that before giving up */
+		char dir[256];
+		if (!ktmpdir(NULL, "probe", dir, sizeof(dir))) {
+			mount("none", dir, "btrfs", MS_RDONLY, NULL);
+			rmdir(dir);
+			reg_del(KREG_DIR, dir);
+		}
+		if (!kernel_has_btrfs()) {
+			snprintf(why, whylen, "the running kernel has no btrfs (/proc/filesystems)");
+			return -ENODEV;
+		}
+	}
+	if (fuse && (fd = open("/dev/fuse", O_RDWR | O_CLOEXEC)) < 0) {
+		int e = errno;
+		snprintf(why, whylen, "no FUSE: /dev/fuse: %s", strerror(e));
+		return -e;
+	}
+	if (fuse)
+		close(fd);
+	return 0;
+}
+
+/* ---- Loop devices ---- */
+
+int kloop_attach(const char *path, unsigned block_size, char *dev, size_t devlen, int *hold,
+		 char *err, size_t errlen)
+{
+	int file = open(path, O_RDWR | O_CLOEXEC);
+	if (file < 0) {
+		int e = errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(e));
+		return -e;
+	}
+	int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+	if (ctl < 0) {
+		int e = errno;
+		close(file);
+		snprintf(err, errlen, "/dev/loop-control: %s", strerror(e));
+		return -e;
+	}
+	int r = -EBUSY;
+	/* Another process may take the free device first: try again. */
+	for (int tries = 0; tries < 32 && r == -EBUSY; tries++) {
+		int n = ioctl(ctl, LOOP_CTL_GET_FREE);
+		if (n < 0) {
+			r = -errno;
+			snprintf(err, errlen, "no free loop device: %s", strerror(errno));
+			break;
+		}
+		snprintf(dev, devlen, "/dev/loop%d", n);
+		int fd = open(dev, O_RDWR | O_CLOEXEC);
+		if (fd < 0) {
+			r = -errno;
+			snprintf(err, errlen, "%s: %s", dev, strerror(errno));
+			break;
+		}
+		struct loop_config lc = { .fd = (uint32_t)file, .block_size = block_size };
+		lc.info.lo_flags = LO_FLAGS_AUTOCLEAR;
+		snprintf((char *)lc.info.lo_file_name, sizeof(lc.info.lo_file_name), "%s", path);
+		if (ioctl(fd, LOOP_CONFIGURE, &lc) == 0) {
+			reg_add(KREG_LOOP, dev);
+			*hold = fd; /* autoclear: the device lives while this or a mount holds it */
+			r = 0;
+		} else {
+			r = -errno;
+			if (r != -EBUSY)
+				snprintf(err, errlen, "%s: LOOP_CONFIGURE over %s: %s", dev, path,
+					 strerror(errno));
+			close(fd);
+		}
+	}
+	if (r == -EBUSY)
+		snprintf(err, errlen, "every free loop device was taken by another process");
+	close(ctl);
+	close(file);
+	return r;
+}
+
+void kloop_detach(const char *dev, int hold)
+{
+	int fd = hold >= 0 ? hold : open(dev, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ioctl(fd, LOOP_CLR_FD, 0);
+		close(fd);
+	}
+	reg_del(KREG_LOOP, dev);
+}
+
+/* ---- Mounts with a timeout ---- */
+
+static long ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* Runs fn(arg) in a child: its return (0 or an errno, with a message down
+ * the pipe) within timeout_ms, or -ETIMEDOUT (the child is left to finish
+ * or hang; it is not waited for). */
+static int in_child(int (*fn)(const void *arg, char *msg, size_t len), const void *arg,
+		    unsigned timeout_ms, char *err, size_t errlen)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC)) {
+		int e = errno;
+		snprintf(err, errlen, "pipe: %s", strerror(e));
+		return -e;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(p[0]);
+		close(p[1]);
+		snprintf(err, errlen, "fork: %s", strerror(e));
+		return -e;
+	}
+	if (pid == 0) {
+		char msg[512] = "";
+		int e = fn(arg, msg, sizeof(msg));
+		unsigned char b = (unsigned char)e;
+		if (write(p[1], &b, 1) == 1 && msg[0] && write(p[1], msg, strlen(msg)) < 0)
+			_exit(2);
+		_exit(0);
+	}
+	close(p[1]);
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	char buf[600];
+	size_t got = 0;
+	int r = 0;
+	for (;;) {
+		long left = (long)timeout_ms - ms_since(&t0);
+		if (left <= 0) {
+			r = -ETIMEDOUT;
+			break;
+		}
+		struct pollfd pf = { p[0], POLLIN, 0 };
+		int n = poll(&pf, 1, (int)left);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			r = -ETIMEDOUT;
+			break;
+		}
+		ssize_t k = read(p[0], buf + got, sizeof(buf) - 1 - got);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		got += (size_t)k;
+		if (got == sizeof(buf) - 1)
+			break;
+	}
+	close(p[0]);
+	if (r == -ETIMEDOUT) {
+		snprintf(err, errlen, "no answer from the kernel within %u ms (a hang)", timeout_ms);
+		return r;
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (got == 0) {
+		snprintf(err, errlen, "the helper process died");
+		return -EIO;
+	}
+	buf[got] = 0;
+	if (buf[0])
+		snprintf(err, errlen, "%s", buf + 1);
+	return -(int)(unsigned char)buf[0];
+}
+
+struct mount_args {
+	const char *const *devs;
+	unsigned ndevs;
+	const char *dir, *opts;
+};
+
+static int do_mount(const void *arg, char *msg, size_t len)
+{
+	const struct mount_args *a = arg;
+	char data[4096];
+	size_t o = 0;
+	data[0] = 0;
+	/* every device named: there is no udev here to register them */
+	for (unsigned i = 1; i < a->ndevs && o < sizeof(data); i++)
+		o += (size_t)snprintf(data + o, sizeof(data) - o, "%sdevice=%s", o ? "," : "",
+				      a->devs[i]);
+	if (a->ndevs > 1 && o < sizeof(data))
+		o += (size_t)snprintf(data + o, sizeof(data) - o, "%sdevice=%s", o ? "," : "",
+				      a->devs[0]);
+	if (a->opts && *a->opts && o < sizeof(data))
+		o += (size_t)snprintf(data + o, sizeof(data) - o, "%s%s", o ? "," : "", a->opts);
+	if (o >= sizeof(data)) {
+		snprintf(msg, len, "mount options too long");
+		return E2BIG;
+	}
+	unsigned long flags = 0;
+	if (mount(a->devs[0], a->dir, "btrfs", flags, data)) {
+		int e = errno;
+		snprintf(msg, len, "mount %s at %s: %s (see dmesg)", a->devs[0], a->dir, strerror(e));
+		return e;
+	}
+	return 0;
+}
+
+int kmount(const char *const *devs, unsigned ndevs, const char *dir, const char *opts,
+	   unsigned timeout_ms, char *err, size_t errlen)
+{
+	struct mount_args a = { devs, ndevs, dir, opts };
+	/* registered first: a mount the parent gives up on may still land */
+	kreg_mount(dir);
+	int r = in_child(do_mount, &a, timeout_ms, err, errlen);
+	if (r && r != -ETIMEDOUT)
+		kunreg_mount(dir);
+	return r;
+}
+
+static int do_umount(const void *arg, char *msg, size_t len)
+{
+	if (umount2((const char *)arg, 0)) {
+		int e = errno;
+		snprintf(msg, len, "umount %s: %s", (const char *)arg, strerror(e));
+		return e;
+	}
+	return 0;
+}
+
+int kumount(const char *dir, unsigned timeout_ms, char *err, size_t errlen)
+{
+	int r = in_child(do_umount, dir, timeout_ms, err, errlen);
+	if (r) {
+		/* a lazy unmount at least frees the name space */
+		umount2(dir, MNT_DETACH);
+	}
+	kunreg_mount(dir);
+	return r;
+}
+
+/* ---- Programs with a timeout ---- */
+
+int krun(char *const argv[], unsigned timeout_ms, char *out, size_t outlen)
+{
+	int p[2];
+	if (outlen)
+		out[0] = 0;
+	if (pipe2(p, O_CLOEXEC))
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(p[0]);
+		close(p[1]);
+		return -e;
+	}
+	if (pid == 0) {
+		dup2(p[1], 1);
+		dup2(p[1], 2);
+		int nul = open("/dev/null", O_RDONLY);
+		if (nul >= 0)
+			dup2(nul, 0);
+		execvp(argv[0], argv);
+		dprintf(2, "%s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(p[1]);
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	size_t got = 0;
+	bool timed_out = false;
+	char buf[4096];
+	for (;;) {
+		long left = (long)timeout_ms - ms_since(&t0);
+		struct pollfd pf = { p[0], POLLIN, 0 };
+		int n = left > 0 ? poll(&pf, 1, (int)left) : 0;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			timed_out = true;
+			break;
+		}
+		ssize_t k = read(p[0], buf, sizeof(buf));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		/* keep the first outlen - 1 bytes: where a tool says what is wrong */
+		for (ssize_t i = 0; i < k && got + 1 < outlen; i++)
+			out[got++] = buf[i];
+	}
+	if (outlen)
+		out[got < outlen ? got : outlen - 1] = 0;
+	close(p[0]);
+	if (timed_out)
+		kill(pid, SIGKILL);
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (timed_out)
+		return -ETIMEDOUT;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
