@@ -104,11 +104,22 @@ int krun(char *const argv[], unsigned timeout_ms, char *out, size_t outlen);
  * -errno. */
 int ktmpdir(const char *base, const char *what, char *out, size_t outlen);
 
+/* Registers a file to remove at release; kunlink removes it now. */
+void kreg_file(const char *path);
+void kunlink(const char *path);
 /* Removes a directory ktmpdir made (when empty) and forgets it. */
 void krmdir(const char *dir);
 /* Registers a mount point to unmount (lazily) at release. */
 void kreg_mount(const char *dir);
 void kunreg_mount(const char *dir);
+/* The FUSE device descriptor (closed in every child this code forks: a
+ * child waiting in the kernel for a FUSE disk must not keep the connection
+ * alive once the server is gone) and the connection's abort file (written
+ * at release, before anything else). */
+void kreg_fuse(int fd, const char *abort_path);
+void kunreg_fuse(const char *abort_path);
+/* What a child forked by the kernel target does first. */
+void kernel_in_child(void);
 /* Releases everything registered, and installs (once) handlers that do
  * it on SIGINT, SIGTERM and SIGHUP before the process dies of the signal. */
 void kernel_release_all(void);

@@ -23,11 +23,14 @@
 
 #include <errno.h>
 #include <fuse.h>
+#include <fuse_lowlevel.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 struct kdisks {
 	sim_volume *vol;
@@ -42,6 +45,7 @@ struct kdisks {
 	uint64_t since_flush[SIM_MAX_DISKS];
 	char path[SIM_MAX_DISKS][4096 + 16];
 	char mnt[4096];
+	char abort_path[96]; /* the connection's abort file in the fuse control fs */
 };
 
 static const char *const mode_names[KDISK_NMODES] = { "honest", "no-flush", "no-fua", "tear" };
@@ -351,6 +355,18 @@ static const struct fuse_operations kdisk_ops = {
 	.fallocate = fs_fallocate,
 };
 
+static bool fusectl_mounted(void)
+{
+	FILE *f = fopen("/proc/self/mounts", "r");
+	char line[512];
+	bool yes = false;
+	while (f && !yes && fgets(line, sizeof(line), f))
+		yes = strstr(line, " /sys/fs/fuse/connections fusectl ") != NULL;
+	if (f)
+		fclose(f);
+	return yes;
+}
+
 static void *serve(void *arg)
 {
 	struct kdisks *k = arg;
@@ -400,6 +416,18 @@ int kdisks_start(sim_volume *vol, const char *mountpoint, enum kdisk_mode mode,
 		return -r;
 	}
 	k->running = true;
+	/* The connection's abort file lives in the fuse control file system,
+	 * which systemd mounts; where nobody did, it is mounted here (and left:
+	 * it is the system's, shared by every FUSE connection). */
+	if (!fusectl_mounted())
+		mount("fusectl", "/sys/fs/fuse/connections", "fusectl", 0, NULL);
+	/* (a stat of the mount point is a request to this server: after it
+	 * started) */
+	struct stat st;
+	if (stat(mountpoint, &st) == 0)
+		snprintf(k->abort_path, sizeof(k->abort_path), "/sys/fs/fuse/connections/%u/abort",
+			 minor(st.st_dev));
+	kreg_fuse(fuse_session_fd(fuse_get_session(k->fuse)), k->abort_path[0] ? k->abort_path : NULL);
 	*out = k;
 	return 0;
 }
@@ -442,6 +470,7 @@ void kdisks_stop(struct kdisks *k)
 		pthread_join(k->thread, NULL);
 	}
 	kunreg_mount(k->mnt);
+	kunreg_fuse(k->abort_path[0] ? k->abort_path : NULL);
 	fuse_destroy(k->fuse);
 	pthread_mutex_destroy(&k->lock);
 	free(k);

@@ -31,7 +31,7 @@
 /* ---- The registry ---- */
 
 #define KREG_MAX 64
-enum kreg_kind { KREG_FREE, KREG_LOOP, KREG_MOUNT, KREG_DIR };
+enum kreg_kind { KREG_FREE, KREG_ABORT, KREG_LOOP, KREG_MOUNT, KREG_FILE, KREG_DIR };
 static struct kreg {
 	volatile sig_atomic_t kind;
 	char path[256];
@@ -66,9 +66,57 @@ void kunreg_mount(const char *dir)
 	reg_del(KREG_MOUNT, dir);
 }
 
+void kreg_file(const char *path)
+{
+	reg_add(KREG_FILE, path);
+}
+
+void kunlink(const char *path)
+{
+	unlink(path);
+	reg_del(KREG_FILE, path);
+}
+
+/* The FUSE device's descriptor, which no child may keep (kernel.h). */
+static int fuse_fd = -1;
+
+void kreg_fuse(int fd, const char *abort_path)
+{
+	fuse_fd = fd;
+	if (abort_path)
+		reg_add(KREG_ABORT, abort_path);
+}
+
+void kunreg_fuse(const char *abort_path)
+{
+	fuse_fd = -1;
+	if (abort_path)
+		reg_del(KREG_ABORT, abort_path);
+}
+
+void kernel_in_child(void)
+{
+	if (fuse_fd >= 0)
+		close(fuse_fd);
+	fuse_fd = -1;
+}
+
 /* Only async-signal-safe calls: the signal handlers run it. */
 static void release(void)
 {
+	/* A FUSE server that is going away first fails every request to its
+	 * disks, so that nothing above them waits for it. */
+	for (int i = KREG_MAX - 1; i >= 0; i--)
+		if (reg[i].kind == KREG_ABORT) {
+			int fd = open(reg[i].path, O_WRONLY | O_CLOEXEC);
+			if (fd >= 0) {
+				if (write(fd, "1\n", 2) < 0) {
+					/* nothing more to do */
+				}
+				close(fd);
+			}
+			reg[i].kind = KREG_FREE;
+		}
 	/* mounts first (newest first: a mount over a loop over a FUSE file),
 	 * then loop devices, then directories */
 	for (int i = KREG_MAX - 1; i >= 0; i--)
@@ -83,6 +131,11 @@ static void release(void)
 				ioctl(fd, LOOP_CLR_FD, 0);
 				close(fd);
 			}
+			reg[i].kind = KREG_FREE;
+		}
+	for (int i = KREG_MAX - 1; i >= 0; i--)
+		if (reg[i].kind == KREG_FILE) {
+			unlink(reg[i].path);
 			reg[i].kind = KREG_FREE;
 		}
 	for (int i = KREG_MAX - 1; i >= 0; i--)
@@ -282,6 +335,7 @@ static int in_child(int (*fn)(const void *arg, char *msg, size_t len), const voi
 		return -e;
 	}
 	if (pid == 0) {
+		kernel_in_child();
 		char msg[512] = "";
 		int e = fn(arg, msg, sizeof(msg));
 		unsigned char b = (unsigned char)e;
@@ -420,6 +474,7 @@ int krun(char *const argv[], unsigned timeout_ms, char *out, size_t outlen)
 		return -e;
 	}
 	if (pid == 0) {
+		kernel_in_child();
 		dup2(p[1], 1);
 		dup2(p[1], 2);
 		int nul = open("/dev/null", O_RDONLY);

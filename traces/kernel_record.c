@@ -152,6 +152,7 @@ static int start_runner(const struct wl_workload *w, const char *mnt, struct chi
 		return -e;
 	}
 	if (pid == 0) {
+		kernel_in_child();
 		close(a[1]);
 		close(b[0]);
 		runner(w, mnt, a[0], b[1]);

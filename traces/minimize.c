@@ -1,5 +1,8 @@
 /* minimize.c - delta debugging of a violating workload (minimize.h). */
 #include "traces/minimize.h"
+#include "traces/kernel.h"
+#include "ref/ref.h"
+#include <linux/btrfs_tree.h>
 
 #include <errno.h>
 #include <inttypes.h>
@@ -146,10 +149,32 @@ char *minimize_reproducer(const struct wl_workload *w, const struct explore_opts
 	fprintf(f, "# crash state: power lost before IO %zu; persisted volatile writes: %s\n",
 		res->violation_point, res->violation_picks);
 	fprintf(f, "# again: btrsim explore --seed %" PRIu64 " --nodesize %u --max-subset %u"
-		" --samples %u --torn %u%s FILE\n", o->seed, (unsigned)o->nodesize, o->max_subset,
-		o->samples, o->torn, o->ndisks > 1 ? " --disks" : "");
+		" --samples %u --torn %u", o->seed, (unsigned)o->nodesize, o->max_subset,
+		o->samples, o->torn);
+	char dp[16], mp[16];
 	if (o->ndisks > 1)
-		fprintf(f, "#   (with --disks %u)\n", o->ndisks);
+		fprintf(f, " --disks %u", o->ndisks);
+	/* --profile names one profile for both; the defaults need none */
+	bool def = o->ndisks > 1 ? o->data_profile == BTRFS_BLOCK_GROUP_RAID1 &&
+					   o->meta_profile == BTRFS_BLOCK_GROUP_RAID1
+				 : o->data_profile == 0 && o->meta_profile == BTRFS_BLOCK_GROUP_DUP;
+	if (!def && o->data_profile == o->meta_profile)
+		fprintf(f, " --profile %s", ref_profile_lower(o->data_profile, dp));
+	else if (!def)
+		fprintf(f, " (data %s, metadata %s)", ref_profile_lower(o->data_profile, dp),
+			ref_profile_lower(o->meta_profile, mp));
+	if (!o->treelog)
+		fprintf(f, " --notreelog");
+	if (o->target == EXPLORE_KERNEL) {
+		fprintf(f, " --target kernel");
+		if (o->disk_mode)
+			fprintf(f, " --disk-mode %s", kdisk_mode_name((enum kdisk_mode)o->disk_mode));
+		if (o->mount_options && *o->mount_options)
+			fprintf(f, " --mount-options %s", o->mount_options);
+		if (o->timeout_ms && o->timeout_ms != 30000)
+			fprintf(f, " --timeout %u", o->timeout_ms / 1000);
+	}
+	fprintf(f, " FILE\n");
 	for (size_t i = 0; i < w->n; i++) {
 		struct wl_op op = w->ops[i];
 		op.expect = res->results ? res->results[i] : 0;

@@ -1,0 +1,136 @@
+#!/bin/sh
+# The kernel's btrfs as the crash harness's target (btrsim explore --target
+# kernel): the workload runs on the kernel's mount of loop devices over
+# FUSE-served sim disks, every crash state is mounted by the kernel, checked
+# by btrfs check and btrsim check, and compared with ref's view.
+#   - with honest disks the workloads here show no violation;
+#   - disks that acknowledge flushes without persisting, that drop the flush
+#     of a FUA write, or that tear 4 KiB writes at 512 bytes make the same
+#     workload report violations (the harness catches what it exists for);
+#   - every loop device, mount and temporary directory is released, after a
+#     violation, a bad argument, and SIGTERM in the middle of a run.
+. "$(dirname "$0")/../cli/lib.sh"
+. "$(dirname "$0")/lib.sh"
+
+if ! can_loop_mount; then
+	skip kernel-explore "$LOOP_WHY"
+	exit 0
+fi
+if [ ! -c /dev/fuse ]; then
+	skip kernel-explore "no /dev/fuse"
+	exit 0
+fi
+
+# What a run may leave behind: loop devices over btrsim's files, mounts of
+# its directories, the directories themselves.
+leftovers() {
+	{
+		losetup -a 2>/dev/null | grep btrsim-
+		grep btrsim- /proc/mounts
+		ls -d "${TMPDIR:-/tmp}"/btrsim-disks.* "${TMPDIR:-/tmp}"/btrsim-mnt.* \
+			"${TMPDIR:-/tmp}"/btrsim-judge.* /dev/shm/btrsim-imgs.* 2>/dev/null
+	} | sort
+}
+leftovers >"$T/before"
+released() {
+	leftovers >"$T/after"
+	cmp -s "$T/before" "$T/after" ||
+		fail "left behind: $(comm -13 "$T/before" "$T/after" | head -5 | tr '\n' ' ')"
+}
+
+# A file fsynced, a new name in a directory fsynced (the fsync log's two
+# promises), then a subvolume and a snapshot (commits).
+cat >"$T/w1.wl" <<'EOF'
+mkdir /d
+create /d/a 0644
+write /d/a 0 16K 1
+fsync /d/a
+create /d/b
+write /d/b 0 8K 2
+rename /d/b /d/c
+fsync /d
+EOF
+cat >"$T/w2.wl" <<'EOF'
+subvol-create /sv
+create /sv/f
+write /sv/f 0 20K 3
+subvol-create /sv/nested
+create /sv/nested/x
+write /sv/nested/x 0 10 4
+snapshot /sv /snap ro
+write /sv/f 0 100 5
+fsync /sv/f
+EOF
+SMALL="--max-subset 4 --samples 8 --torn 1"
+
+run kernel-honest-fsync 0 "$BTRSIM" explore --target kernel $SMALL "$T/w1.wl"
+out_has '^8 operations, [0-9]+ crash points, [0-9]+ crash states .*, 0 violations'
+released
+done_check
+
+run kernel-honest-subvol 0 "$BTRSIM" explore --target kernel $SMALL "$T/w2.wl"
+out_has '^9 operations, .*, 0 violations'
+released
+done_check
+
+# Misbehaving disks: violations, and a minimized reproducer that says how
+# to run it again.
+run kernel-no-flush 1 "$BTRSIM" explore --target kernel --disk-mode no-flush $SMALL "$T/w1.wl"
+out_has ', [1-9][0-9]* violations?'
+err_has 'oracle: no legal state|mount: the kernel does not mount'
+out_has '# again: btrsim explore .* --target kernel --disk-mode no-flush'
+released
+done_check
+
+run kernel-no-fua 1 "$BTRSIM" explore --target kernel --disk-mode no-fua --no-minimize $SMALL \
+	"$T/w1.wl"
+out_has ', [1-9][0-9]* violations?'
+released
+done_check
+
+# Tearing needs the torn states (a superblock cut at 512 bytes).
+run kernel-tear 1 "$BTRSIM" explore --target kernel --disk-mode tear --no-minimize \
+	--max-subset 2 --samples 2 --torn 8 "$T/w1.wl"
+out_has ', [1-9][0-9]* violations?'
+released
+done_check
+
+# Bad arguments: refused before anything is set up.
+run kernel-bad-mode 2 "$BTRSIM" explore --target kernel --disk-mode sometimes "$T/w1.wl"
+err_has "--disk-mode takes honest, no-flush, no-fua or tear"
+done_check
+run kernel-bad-target 2 "$BTRSIM" explore --target qemu "$T/w1.wl"
+err_has "--target takes ref or kernel"
+done_check
+run kernel-mode-needs-kernel 1 "$BTRSIM" explore --disk-mode no-flush "$T/w1.wl"
+err_has "--disk-mode is for --target kernel"
+done_check
+run kernel-bad-timeout 2 "$BTRSIM" explore --target kernel --timeout 0 "$T/w1.wl"
+err_has "--timeout takes 1 to 3600 seconds"
+done_check
+run kernel-bad-options 2 "$BTRSIM" explore --target kernel --mount-options "a b" "$T/w1.wl"
+err_has "--mount-options takes one -o list"
+done_check
+run kernel-no-faults 1 "$BTRSIM" explore --target kernel --faults /dev/null "$T/w1.wl"
+err_has "--faults acts on ref"
+released
+done_check
+run kernel-bad-mount-option 1 "$BTRSIM" explore --target kernel --mount-options nosuchoption \
+	"$T/w1.wl"
+err_has "does not mount|mount .*: Invalid argument"
+released
+done_check
+
+# SIGTERM in the middle: everything released all the same.
+NAME=kernel-sigterm
+BAD=0
+"$BTRSIM" explore --target kernel --max-subset 10 "$T/w1.wl" >"$OUT" 2>"$ERR" &
+pid=$!
+sleep 2
+kill -TERM "$pid" 2>/dev/null
+wait "$pid"
+rc=$?
+[ "$rc" -eq 143 ] || [ "$rc" -eq 0 ] || fail "exit $rc after SIGTERM; stderr: $(head -c 300 "$ERR")"
+sleep 1
+released
+done_check
