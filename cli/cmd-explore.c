@@ -87,12 +87,6 @@ static int cmd_explore(int argc, char **argv)
 		cli_explore_free(&ce);
 		return cli_fail(&cli_cmd_explore, "out of memory");
 	}
-	if (db && ce.o.target == EXPLORE_KERNEL) {
-		wl_free(&w);
-		cli_explore_free(&ce);
-		return cli_usage_error(&cli_cmd_explore,
-				       "the trace store does not record kernel runs yet: not with --db");
-	}
 	if (db && ce.o.lose_disk) { /* (a replay could not judge its states the same) */
 		wl_free(&w);
 		cli_explore_free(&ce);

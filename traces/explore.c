@@ -34,6 +34,11 @@ void explore_defaults(struct explore_opts *o)
 	o->timeout_ms = 30000;
 }
 
+uint32_t explore_sector_size(const struct explore_opts *o)
+{
+	return o->target == EXPLORE_KERNEL && o->disk_mode == KDISK_TEAR ? 512 : 4096;
+}
+
 const char *explore_verdict_name(enum explore_verdict v)
 {
 	static const char *const names[EXPLORE_NVERDICTS] = { "ok",	"mount",    "check",

@@ -113,6 +113,9 @@ struct explore_opts {
 	FILE *progress;      /* a progress line rewritten in place (NULL: none) */
 };
 void explore_defaults(struct explore_opts *o);
+/* The disks' sector under o: 4096, but 512 for the kernel target's tearing
+ * disks (kernel.h, KDISK_TEAR). */
+uint32_t explore_sector_size(const struct explore_opts *o);
 
 #define EXPLORE_MAX_FAULTS 32
 

@@ -390,6 +390,47 @@ static int in_child(int (*fn)(const void *arg, char *msg, size_t len), const voi
 	return -(int)(unsigned char)buf[0];
 }
 
+/* The kernel's log from now on: a /dev/kmsg descriptor at its end (-1 when
+ * it cannot be read). */
+static int kmsg_open(void)
+{
+	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0)
+		lseek(fd, 0, SEEK_END);
+	return fd;
+}
+
+/* The kernel's messages about dev since kmsg_open, the last ones that fit
+ * in out ("" when none): what a failed mount says in dmesg. */
+static void kmsg_about(int fd, const char *dev, char *out, size_t len)
+{
+	out[0] = 0;
+	if (fd < 0)
+		return;
+	const char *name = strrchr(dev, '/') ? strrchr(dev, '/') + 1 : dev;
+	char rec[1024], dv[64];
+	snprintf(dv, sizeof(dv), "(device %s)", name);
+	ssize_t n;
+	while ((n = read(fd, rec, sizeof(rec) - 1)) > 0 || (n < 0 && errno == EPIPE)) {
+		if (n <= 0)
+			continue; /* overwritten records: go on with the next */
+		rec[n] = 0;
+		char *text = strchr(rec, ';');
+		if (!text || !strstr(text, dv))
+			continue;
+		text++;
+		text[strcspn(text, "\n")] = 0;
+		size_t o = strlen(out), t = strlen(text);
+		if (o + t + 3 >= len) /* keep the newest: drop what came before */
+			out[0] = 0, o = 0;
+		if (t + 3 < len) {
+			if (o)
+				memcpy(out + o, "; ", 2), o += 2;
+			memcpy(out + o, text, t + 1);
+		}
+	}
+}
+
 struct mount_args {
 	const char *const *devs;
 	unsigned ndevs;
@@ -415,12 +456,19 @@ static int do_mount(const void *arg, char *msg, size_t len)
 		snprintf(msg, len, "mount options too long");
 		return E2BIG;
 	}
-	unsigned long flags = 0;
-	if (mount(a->devs[0], a->dir, "btrfs", flags, data)) {
+	int kmsg = kmsg_open();
+	if (mount(a->devs[0], a->dir, "btrfs", 0, data)) {
 		int e = errno;
-		snprintf(msg, len, "mount %s at %s: %s (see dmesg)", a->devs[0], a->dir, strerror(e));
+		char said[400];
+		kmsg_about(kmsg, a->devs[0], said, sizeof(said));
+		snprintf(msg, len, "mount %s: %s%s%s", a->devs[0], strerror(e),
+			 said[0] ? "; the kernel says: " : " (nothing in dmesg)", said);
+		if (kmsg >= 0)
+			close(kmsg);
 		return e;
 	}
+	if (kmsg >= 0)
+		close(kmsg);
 	return 0;
 }
 

@@ -260,7 +260,7 @@ int kernel_record(struct ex *x, sim_volume **volp, sim_volume **basep, size_t *m
 	memset(&cfg.latency, 0, sizeof(cfg.latency));
 	cfg.record_payloads = true;
 	for (unsigned d = 0; d < o->ndisks; d++)
-		cfg.disk[d].sector_size = o->disk_mode == KDISK_TEAR ? 512 : 4096;
+		cfg.disk[d].sector_size = explore_sector_size(o);
 	sim_volume *vol = NULL;
 	if (sim_volume_open(&cfg, &vol, err, errlen))
 		return -EINVAL;

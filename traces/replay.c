@@ -21,7 +21,23 @@ struct cmp {
 	size_t states;
 	int diverged;
 	char why[1024];
+	/* A kernel run: the kernel's requests differ in detail from run to run
+	 * (timestamps, generations, allocation), so only their shape is
+	 * compared: the flushes and the writes on each disk. */
+	bool kernel;
+	size_t flushes[2], writes[2]; /* recorded, replayed */
 };
+
+/* The flushes and writes of log[from, n). */
+static void shape(const struct sim_io *log, size_t from, size_t n, size_t *flushes,
+		  size_t *writes)
+{
+	*flushes = *writes = 0;
+	for (size_t i = from; i < n; i++) {
+		*flushes += log[i].kind == SIM_IO_FLUSH;
+		*writes += log[i].kind == SIM_IO_WRITE || log[i].kind == SIM_IO_WRITE_FUA;
+	}
+}
 
 static int diverge(struct cmp *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int diverge(struct cmp *c, const char *fmt, ...)
@@ -64,6 +80,14 @@ static int on_recorded(void *ctx, const struct sim_io *log, size_t n, size_t mkf
 				       wl_errno_name(results[j]) ? wl_errno_name(results[j]) : "?");
 	if (nops != c->nresults)
 		return diverge(c, "recorded %zu op results, replayed %zu", c->nresults, nops);
+	if (c->kernel) {
+		shape(c->log, c->mkfs_ios, c->nlog, &c->flushes[0], &c->writes[0]);
+		shape(log, mkfs_ios, n, &c->flushes[1], &c->writes[1]);
+		if (c->flushes[0] != c->flushes[1])
+			return diverge(c, "the kernel flushed %zu times when recorded, %zu now",
+				       c->flushes[0], c->flushes[1]);
+		return 0;
+	}
 	if (mkfs_ios != c->mkfs_ios)
 		return diverge(c, "mkfs made %zu requests when recorded, %zu now", c->mkfs_ios,
 			       mkfs_ios);
@@ -85,6 +109,10 @@ static int on_state(void *ctx, const struct explore_state *st)
 	struct cmp *c = ctx;
 	size_t point;
 	char *picks, verdict[16], err[512];
+	if (c->kernel) { /* other writes, other states: counted only */
+		c->states++;
+		return 0;
+	}
 	if (store_load_state(c->s, c->id, st->k, &point, &picks, verdict, err, sizeof(err)))
 		return diverge(c, "crash state %zu: %s", st->k, err);
 	int r = 0;
@@ -109,7 +137,8 @@ int replay_verify(struct store *s, int64_t id, const char *build, FILE *out,
 		fprintf(out, "run %lld was recorded by another build (%s); this is %s\n", (long long)id,
 			row.build, build);
 	struct wl_workload w = { 0 };
-	struct cmp c = { .s = s, .id = id, .mkfs_ios = row.mkfs_ios };
+	struct cmp c = { .s = s, .id = id, .mkfs_ios = row.mkfs_ios,
+			 .kernel = row.o.target == EXPLORE_KERNEL };
 	int *results = NULL;
 	struct sim_io *log = NULL;
 	struct fault_plan *plan = NULL;
@@ -137,6 +166,16 @@ int replay_verify(struct store *s, int64_t id, const char *build, FILE *out,
 		ret = 1;
 	} else if (r < 0) {
 		/* err holds explore's message */
+	} else if (c.kernel && (res.violations > 0) != (row.violations > 0)) {
+		snprintf(err, errlen, "run %lld diverges: recorded %zu violations, replayed on the "
+			 "kernel %zu", (long long)id, row.violations, res.violations);
+		ret = 1;
+	} else if (c.kernel) {
+		fprintf(out, "run %lld replayed on the kernel: %zu op results the same; %zu flushes "
+			"as recorded, %zu writes (recorded %zu); %zu crash states (recorded %zu), %zu "
+			"violations (recorded %zu)\n", (long long)id, c.nresults, c.flushes[1],
+			c.writes[1], c.writes[0], c.states, row.states, res.violations, row.violations);
+		ret = 0;
 	} else if (c.states != row.states || res.violations != row.violations) {
 		snprintf(err, errlen, "run %lld diverges: recorded %zu crash states and %zu violations, "
 			 "replayed %zu and %zu", (long long)id, row.states, row.violations, c.states,
@@ -255,6 +294,8 @@ int replay_crash_state(struct store *s, int64_t id, size_t k, const char *dir, F
 	struct sim_volume_config cfg;
 	sim_config_init(&cfg, row.o.ndisks, row.o.disk_size, row.o.seed);
 	memset(&cfg.latency, 0, sizeof(cfg.latency));
+	for (unsigned d = 0; d < row.o.ndisks; d++)
+		cfg.disk[d].sector_size = explore_sector_size(&row.o);
 	if (sim_volume_open(&cfg, &v, err, errlen))
 		goto out;
 	for (size_t i = 0; i < point; i++)

@@ -170,6 +170,14 @@ static const char *const migrations[STORE_VERSION] = {
 	/* 4 -> 5: runs whose fsyncs wrote the log tree (explore --treelog):
 	 * a replay must mount the same way. */
 	"ALTER TABLE runs ADD COLUMN treelog INTEGER NOT NULL DEFAULT 0;",
+	/* 5 -> 6: the target a run ran on (explore --target kernel): the kernel's
+	 * runs with how their FUSE disks behaved, the mount options given, the
+	 * timeout, and the disks' sector (payloads are whole sectors). */
+	"ALTER TABLE runs ADD COLUMN target TEXT NOT NULL DEFAULT 'ref';"
+	"ALTER TABLE runs ADD COLUMN disk_mode TEXT;"
+	"ALTER TABLE runs ADD COLUMN mount_options TEXT;"
+	"ALTER TABLE runs ADD COLUMN timeout_ms INTEGER;"
+	"ALTER TABLE runs ADD COLUMN sector_size INTEGER NOT NULL DEFAULT 4096;",
 };
 
 void store_seterr(char *err, size_t errlen, const char *fmt, ...)
@@ -417,18 +425,19 @@ int store_list_runs(struct store *s, int64_t campaign_id, FILE *out, char *err, 
 {
 	sqlite3_stmt *st = NULL;
 	if (store_prep(s,
-		 "SELECT r.id, r.kind, r.started, coalesce(r.name, '-'), substr(w.hash, 1, 12), r.ops,"
+		 "SELECT r.id, r.kind || CASE r.target WHEN 'ref' THEN '' ELSE ':' || r.target END,"
+		 " r.started, coalesce(r.name, '-'), substr(w.hash, 1, 12), r.ops,"
 		 " (SELECT count(*) FROM io WHERE io.run_id = r.id), r.states, r.violations"
 		 " FROM runs r LEFT JOIN workloads w ON w.id = r.workload_id"
 		 " WHERE ?1 = 0 OR r.campaign_id = ?1 ORDER BY r.id",
 		 &st, err, errlen))
 		return -1;
 	sqlite3_bind_int64(st, 1, campaign_id);
-	fprintf(out, "%-6s %-8s %-20s %-14s %-12s %6s %8s %10s %10s\n", "ID", "KIND", "STARTED",
+	fprintf(out, "%-6s %-15s %-20s %-14s %-12s %6s %8s %10s %10s\n", "ID", "KIND", "STARTED",
 		"WORKLOAD", "HASH", "OPS", "IOS", "STATES", "VIOLATIONS");
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		fprintf(out, "%-6lld %-8s %-20s %-14s %-12s %6s %8s %10s %10s\n",
+		fprintf(out, "%-6lld %-15s %-20s %-14s %-12s %6s %8s %10s %10s\n",
 			(long long)sqlite3_column_int64(st, 0), col_text(st, 1), col_text(st, 2),
 			col_text(st, 3), col_text(st, 4), col_text(st, 5), col_text(st, 6),
 			col_text(st, 7), col_text(st, 8));

@@ -22,7 +22,7 @@
 #include <stdio.h>
 
 /* The schema version this code writes and understands. */
-#define STORE_VERSION 5
+#define STORE_VERSION 6
 
 struct store;
 
@@ -91,7 +91,9 @@ struct store_run_row {
 	int64_t id;
 	char *kind, *workload, *faults; /* faults NULL when none */
 	char *build;                    /* the build that recorded it (NULL: not stored) */
-	struct explore_opts o;          /* sink, log and faults left NULL */
+	struct explore_opts o;          /* sink, log and faults left NULL; o.mount_options
+					 * points into mount_options */
+	char *mount_options;            /* the kernel target's --mount-options, or NULL */
 	size_t mkfs_ios, ops, states, violations;
 	int status;
 };

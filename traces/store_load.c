@@ -5,6 +5,7 @@
  * their reproducers.
  */
 #include "traces/store_internal.h"
+#include "traces/kernel.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@ void store_run_row_free(struct store_run_row *r)
 	free(r->workload);
 	free(r->faults);
 	free(r->build);
+	free(r->mount_options);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -35,7 +37,8 @@ int store_load_run(struct store *s, int64_t id, struct store_run_row *out, char 
 	if (store_prep(s,
 		       "SELECT r.kind, w.text, r.faults, r.seed, r.ndisks, r.disk_size, r.nodesize,"
 		       " r.data_profile, r.meta_profile, r.max_subset, r.samples, r.torn, r.mkfs_ios,"
-		       " r.ops, r.states, r.violations, r.status, r.skip_ops, r.build, r.treelog"
+		       " r.ops, r.states, r.violations, r.status, r.skip_ops, r.build, r.treelog,"
+		       " r.target, r.disk_mode, r.mount_options, r.timeout_ms"
 		       " FROM runs r JOIN workloads w ON w.id = r.workload_id WHERE r.id = ?1",
 		       &st, err, errlen))
 		return -1;
@@ -74,7 +77,19 @@ int store_load_run(struct store *s, int64_t id, struct store_run_row *out, char 
 		out->o.skip_ops = (size_t)sqlite3_column_int64(st, 17);
 		out->build = dup_col(st, 18);
 		out->o.treelog = sqlite3_column_int(st, 19) != 0;
-		if (!out->kind || !out->workload) {
+		const char *target = (const char *)sqlite3_column_text(st, 20);
+		const char *mode = (const char *)sqlite3_column_text(st, 21);
+		out->o.target = target && !strcmp(target, "kernel") ? EXPLORE_KERNEL : EXPLORE_REF;
+		out->o.disk_mode = mode && kdisk_mode_parse(mode) > 0 ? kdisk_mode_parse(mode) : 0;
+		out->mount_options = dup_col(st, 22);
+		out->o.mount_options = out->mount_options;
+		if (sqlite3_column_type(st, 23) != SQLITE_NULL)
+			out->o.timeout_ms = (unsigned)sqlite3_column_int64(st, 23);
+		if (target && strcmp(target, "ref") && strcmp(target, "kernel")) {
+			store_seterr(err, errlen, "%s: run %lld ran on target '%s', which this btrsim "
+				     "does not know", s->path, (long long)id, target);
+			store_run_row_free(out);
+		} else if (!out->kind || !out->workload) {
 			store_seterr(err, errlen, "%s: out of memory", s->path);
 			store_run_row_free(out);
 		} else {
@@ -150,6 +165,18 @@ int store_load_log(struct store *s, int64_t id, struct sim_io **log, size_t *n, 
 		return -1;
 	}
 	sqlite3_bind_int64(st, 1, id);
+	/* a payload is whole sectors of the run's disks */
+	size_t sector = 4096;
+	sqlite3_stmt *ss = NULL;
+	if (store_prep(s, "SELECT sector_size FROM runs WHERE id = ?1", &ss, err, errlen)) {
+		sqlite3_finalize(st);
+		sqlite3_finalize(get);
+		return -1;
+	}
+	sqlite3_bind_int64(ss, 1, id);
+	if (sqlite3_step(ss) == SQLITE_ROW && sqlite3_column_int(ss, 0) > 0)
+		sector = (size_t)sqlite3_column_int(ss, 0);
+	sqlite3_finalize(ss);
 	size_t cap = 0, cnt = 0;
 	struct sim_io *v = NULL;
 	int rc, ret = -1;
@@ -189,7 +216,7 @@ int store_load_log(struct store *s, int64_t id, struct sim_io **log, size_t *n, 
 		if (sqlite3_column_type(st, 11) != SQLITE_NULL) {
 			io->payload = load_payload(s, get, sqlite3_column_blob(st, 11),
 						   sqlite3_column_bytes(st, 11),
-						   (size_t)io->nsectors * 4096, err, errlen);
+						   (size_t)io->nsectors * sector, err, errlen);
 			if (!io->payload)
 				goto out;
 		}

@@ -5,6 +5,7 @@
  * one transaction committed by store_run_end.
  */
 #include "traces/store_internal.h"
+#include "traces/kernel.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -19,6 +20,7 @@ struct store_run {
 	const struct wl_workload *w; /* whose results the sink stores */
 	int64_t id;
 	size_t mkfs_ios;
+	uint32_t sector; /* the disks' sector: a payload is whole sectors */
 	sqlite3_stmt *ins_io, *has_payload, *ins_payload, *ins_result, *ins_state;
 	uint8_t *zbuf;
 	size_t zcap;
@@ -108,7 +110,7 @@ static int put_io(struct store_run *r, size_t idx, const struct sim_io *io)
 	sqlite3_bind_int64(st, 12, (int64_t)io->csum);
 	if (io->payload && io->nsectors) {
 		/* Sectors are 4 KiB: explore's disks (sim_config_init). */
-		int e = put_payload(r, st, 13, io->payload, (size_t)io->nsectors * 4096);
+		int e = put_payload(r, st, 13, io->payload, (size_t)io->nsectors * r->sector);
 		if (e)
 			return e;
 	}
@@ -208,8 +210,9 @@ int store_run_begin(struct store *s, const struct store_run_info *in, struct sto
 	    store_prep(s,
 		       "INSERT INTO runs(kind, seed, build, config, workload_id, started, campaign_id,"
 		       " ndisks, disk_size, nodesize, data_profile, meta_profile, max_subset, samples,"
-		       " torn, faults, skip_ops, name, treelog) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,"
-		       " ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+		       " torn, faults, skip_ops, name, treelog, target, disk_mode, mount_options,"
+		       " timeout_ms, sector_size) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,"
+		       " ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
 		       &ins_run, err, errlen) ||
 	    store_prep(s,
 		       "INSERT INTO io(run_id, idx, seq, disk, kind, sector, nsectors, epoch, status,"
@@ -253,6 +256,16 @@ int store_run_begin(struct store *s, const struct store_run_info *in, struct sto
 	sqlite3_bind_int64(ins_run, 17, (int64_t)o->skip_ops);
 	store_bind_text(ins_run, 18, in->w->name);
 	sqlite3_bind_int(ins_run, 19, o->treelog);
+	r->sector = explore_sector_size(o);
+	if (o->target == EXPLORE_KERNEL) {
+		sqlite3_bind_text(ins_run, 20, "kernel", -1, SQLITE_STATIC);
+		store_bind_text(ins_run, 21, kdisk_mode_name((enum kdisk_mode)o->disk_mode));
+		store_bind_text(ins_run, 22, o->mount_options);
+		sqlite3_bind_int64(ins_run, 23, o->timeout_ms);
+	} else {
+		sqlite3_bind_text(ins_run, 20, "ref", -1, SQLITE_STATIC);
+	}
+	sqlite3_bind_int(ins_run, 24, (int)r->sector);
 	if (store_step(s, ins_run, SQLITE_DONE, "insert run", err, errlen))
 		goto out;
 	r->id = sqlite3_last_insert_rowid(s->db);
