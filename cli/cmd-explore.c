@@ -137,6 +137,10 @@ static int cmd_explore(int argc, char **argv)
 		fprintf(stderr, "btrsim explore: %s\n", res->violation);
 		if (out.reproducer)
 			printf("minimized reproducer:\n%s", out.reproducer);
+		if (out.script)
+			printf("as a shell script for the kernel%s:\n%s",
+			       out.run_id ? " ('btrsim violations --script' prints it again)" : "",
+			       out.script);
 	}
 	record_outcome_free(&out);
 	return r == 1 ? 1 : 0;

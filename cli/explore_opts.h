@@ -26,8 +26,10 @@
 	"                      bytes under 4 KiB blocks)\n" \
 	"  --timeout SECONDS   kernel: a mount, unmount, check or operation taking\n" \
 	"                      longer is a hang (30)\n" \
-	"  --max-subset K      all subsets while at most K writes are volatile (10)\n" \
-	"  --samples N         random subsets beyond that, per crash point (64)\n" \
+	"  --max-subset K      all subsets while at most K writes are volatile (10;\n" \
+	"                      with --target kernel 6: each state is a kernel mount)\n" \
+	"  --samples N         random subsets beyond that, per crash point (64; with\n" \
+	"                      --target kernel 24)\n" \
 	"  --torn N            states with a torn write, per crash point (4)\n" \
 	"  --seed N            every random choice: samples, tears, uuids, faults (1;\n" \
 	"                      printed)\n" \
@@ -91,6 +93,7 @@ struct cli_explore {
 	struct wl_mount mount;    /* --compress / --compress-force */
 	bool mount_set;
 	const char *kernel_only;  /* the last option given that needs --target kernel */
+	bool subset_set, samples_set; /* --max-subset, --samples given */
 };
 
 void cli_explore_init(struct cli_explore *ce);

@@ -342,7 +342,7 @@ static void store_file(const uint8_t *data, size_t len, FILE *log)
 			if (store_load_state(s, id, k, &point, &picks, verdict, err, sizeof(err)) == 0)
 				free(picks);
 		}
-		if (store_print_reproducer(s, id, out, err, sizeof(err)))
+		if (store_print_reproducer(s, id, false, out, err, sizeof(err)))
 			fuzz_log(log, "reproducer %lld: %s", (long long)id, err);
 		struct finding f;
 		if (findings_load(s, id, &f, err, sizeof(err)) == 0)

@@ -435,6 +435,11 @@ static void state(struct ex *x, sim_volume *cursor, size_t point, const struct p
 		}
 		res->violation_k = k;
 		res->violation_point = point;
+		res->violation_flushes = x->flushes_before;
+		res->violation_ops_done = 0;
+		for (size_t j = 0; j + 1 < x->nspans; j++)
+			if (x->spans[j].end <= point)
+				res->violation_ops_done = j + 1;
 		res->violation_verdict = v;
 		snprintf(res->violation_picks, sizeof(res->violation_picks), "%s", minimal);
 		char also[560] = "";
@@ -612,6 +617,7 @@ static int explore_log(struct ex *x, sim_volume *base, const struct sim_io *log,
 			explore_point(x, cursor, i);
 			progress(x, ++done, total, t0, &last, false);
 		}
+		x->flushes_before += crash_point(&log[i]);
 		uint64_t seq = sim_volume_next_seq(cursor);
 		if ((r = explore_replay_io(cursor, &log[i])))
 			snprintf(err, errlen, "replaying IO %zu: %s", i, sim_volume_error(cursor));
@@ -722,6 +728,7 @@ int explore_run(const struct wl_workload *w, const struct explore_opts *o,
 	if (!r && o->sink && o->sink->recorded &&
 	    o->sink->recorded(o->sink->ctx, log, n, mkfs_ios, res->results, w->n))
 		r = fail(err, errlen, EIO, "%s", "recording the run failed");
+	res->ios = n;
 	if (!r)
 		r = explore_log(&x, base, log, mkfs_ios, n, err, errlen);
 	for (size_t j = 0; x.snaps && j <= w->n + 1; j++)

@@ -133,6 +133,11 @@ struct explore_result {
 	/* The first violation: its state, verdict and picks (minimized when
 	 * minimize_picks is set), and the text: where, and the diff. */
 	size_t violation_k, violation_point;
+	/* Where it lies: the operations that had returned before the crash
+	 * point (all n: in the final unmount), and how many flushes and FUA
+	 * writes since mkfs came before it. */
+	size_t violation_ops_done, violation_flushes;
+	size_t ios; /* requests in the IO log, mkfs's included */
 	enum explore_verdict violation_verdict;
 	char violation_picks[512];
 	char violation[4096];

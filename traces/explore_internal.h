@@ -58,6 +58,8 @@ struct ex {
 	 * writes still in a disk cache, which damage only the states that
 	 * persist them. */
 	bool damage_durable;
+	/* Crash points (flushes and FUA writes) since mkfs before the current one. */
+	size_t flushes_before;
 	/* The kernel target's state (kernel_internal.h); NULL for ref. */
 	struct kern *kern;
 	struct dmg {

@@ -21,6 +21,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
 
 /* ---- FUSE-served sim disks (kernel_disks.c) ---- */
 
@@ -68,6 +70,18 @@ uint64_t kdisks_errors(const struct kdisks *k);
  * caller's again.  Every loop device over the files must be gone first. */
 void kdisks_stop(struct kdisks *k);
 
+/* ---- A violation as a shell script (kernel_script.c) ---- */
+
+struct wl_workload;
+struct explore_opts;
+struct explore_result;
+/* The workload w as a stand-alone shell script a kernel developer runs
+ * (mkfs, mount, each operation as xfs_io or a shell command with the result
+ * the kernel gave), the crash point of res's violation described where it
+ * falls.  A malloc'd text, or NULL when out of memory. */
+char *kernel_script(const struct wl_workload *w, const struct explore_opts *o,
+		    const struct explore_result *res);
+
 /* ---- Loop devices and mounts (kernel_loop.c) ---- */
 
 /* Whether this process can do what the kernel target needs: root, loop
@@ -85,11 +99,23 @@ int kloop_attach(const char *path, unsigned block_size, char *dev, size_t devlen
 /* Detaches it now (hold, or -1 to open dev; it may be gone already). */
 void kloop_detach(const char *dev, int hold);
 
+/* A child process at work: a mount, an unmount, a program. */
+struct kjob {
+	pid_t pid;
+	int fd;              /* what it says comes down this pipe */
+	struct timespec t0;  /* when it started: timeouts count from here */
+};
+
 /* Mounts btrfs on the devices at dir with opts (NULL: none), in a child
  * process given timeout_ms: 0, -errno with the kernel's reason in err, or
  * -ETIMEDOUT (a hang: the child is left behind, and the caller told). */
 int kmount(const char *const *devs, unsigned ndevs, const char *dir, const char *opts,
 	   unsigned timeout_ms, char *err, size_t errlen);
+/* The same in two steps, so that the caller works while the kernel mounts
+ * (the timeout counts from the start). */
+int kmount_start(const char *const *devs, unsigned ndevs, const char *dir, const char *opts,
+		 struct kjob *j, char *err, size_t errlen);
+int kmount_wait(struct kjob *j, const char *dir, unsigned timeout_ms, char *err, size_t errlen);
 /* Unmounts dir (a lazy unmount after timeout_ms); 0 or -errno. */
 int kumount(const char *dir, unsigned timeout_ms, char *err, size_t errlen);
 
@@ -98,6 +124,9 @@ int kumount(const char *dir, unsigned timeout_ms, char *err, size_t errlen);
  * signal that ended it), -ETIMEDOUT when it did not end within timeout_ms
  * (it is killed), or -errno when it could not start. */
 int krun(char *const argv[], unsigned timeout_ms, char *out, size_t outlen);
+/* The same in two steps (0 or -errno; then krun's result). */
+int krun_start(char *const argv[], struct kjob *j);
+int krun_wait(struct kjob *j, unsigned timeout_ms, char *out, size_t outlen);
 
 /* A fresh directory under base (NULL: $TMPDIR, or /tmp) named
  * btrsim-WHAT.XXXXXX, registered: removed at release when empty.  0 or

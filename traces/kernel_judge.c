@@ -204,12 +204,18 @@ static int ref_check_images(const struct kern *k, unsigned ndisks, uint32_t sect
 }
 
 /* btrfs check --readonly of the first device (the others attached, found by
- * its scan): 0 clean, 1 errors (its output in why), -ETIMEDOUT. */
-static int progs_check(const struct kern *k, const char *dev, char *why, size_t whylen)
+ * its scan), started; progs_check_wait gives 0 clean, 1 errors (its output
+ * in why), -ETIMEDOUT, or -errno when it did not start. */
+static int progs_check_start(const char *dev, struct kjob *j)
 {
 	char *argv[] = { "btrfs", "check", "--readonly", (char *)dev, NULL };
+	return krun_start(argv, j);
+}
+
+static int progs_check_wait(const struct kern *k, struct kjob *j, char *why, size_t whylen)
+{
 	char out[2048];
-	int r = krun(argv, k->timeout_ms, out, sizeof(out));
+	int r = krun_wait(j, k->timeout_ms, out, sizeof(out));
 	if (r == 0)
 		return 0;
 	if (r == -ETIMEDOUT)
@@ -220,16 +226,22 @@ static int progs_check(const struct kern *k, const char *dev, char *why, size_t 
 }
 
 /* The kernel's mount of the images: the tree and subvolume lines it shows
- * (NULL with why), then unmounted; *verdict says how it failed. */
+ * (NULL with why), then unmounted; *verdict says how it failed.  While the
+ * kernel mounts, ref reads the same crash state from v: *mine (NULL with
+ * myerr). */
 static char *kernel_view(const struct ex *x, const struct kern *k, char (*devs)[32],
-			 unsigned ndisks, char **subv, enum explore_verdict *verdict, char *why,
-			 size_t whylen)
+			 unsigned ndisks, sim_volume *v, char **mine, char *myerr, size_t myerrlen,
+			 char **subv, enum explore_verdict *verdict, char *why, size_t whylen)
 {
 	const char *dv[SIM_MAX_DISKS];
 	for (unsigned d = 0; d < ndisks; d++)
 		dv[d] = devs[d];
 	char err[1024];
-	int r = kmount(dv, ndisks, k->mnt, k->opts, k->timeout_ms, err, sizeof(err));
+	struct kjob mj;
+	int r = kmount_start(dv, ndisks, k->mnt, k->opts, &mj, err, sizeof(err));
+	*mine = ref_view(v, myerr, myerrlen);
+	if (!r)
+		r = kmount_wait(&mj, k->mnt, k->timeout_ms, err, sizeof(err));
 	if (r) {
 		if (r == -ETIMEDOUT)
 			x->res->hangs++;
@@ -304,37 +316,45 @@ static void view_of(const struct ex *x, sim_volume *v, struct kseen *view)
 			break;
 		}
 	}
+	char *mine = NULL, myerr[1024] = "";
 	if (verdict == EXPLORE_OK)
-		view->text = kernel_view(x, k, devs, nd, &view->subv, &verdict, why, whylen);
-	char awhy[4096] = "";
+		view->text = kernel_view(x, k, devs, nd, v, &mine, myerr, sizeof(myerr),
+					 &view->subv, &verdict, why, whylen);
+	char awhy[4096] = "", rwhy[4096] = "";
 	view->after = EXPLORE_OK;
 	if (view->text) {
-		int c = progs_check(k, devs[0], awhy, sizeof(awhy));
+		/* btrfs check of what the kernel left while ref checks it too */
+		struct kjob cj;
+		int c = progs_check_start(devs[0], &cj);
+		bool same = mine && !strcmp(mine, view->text);
+		int rc = same ? ref_check_images(k, nd, sim_disk_sector_size(v, 0), rwhy,
+						 sizeof(rwhy))
+			      : 0;
+		if (c)
+			snprintf(awhy, sizeof(awhy), "btrfs check did not start: %s", strerror(-c));
+		else
+			c = progs_check_wait(k, &cj, awhy, sizeof(awhy));
 		if (c == -ETIMEDOUT)
 			x->res->hangs++;
-		if (c)
+		if (c) {
 			view->after = EXPLORE_CHECK;
-	}
-	for (unsigned d = 0; d < nloops; d++)
-		kloop_detach(devs[d], holds[d]);
-	if (view->text && view->after == EXPLORE_OK) {
-		/* ref against the kernel: the same crash state, and what the kernel
-		 * left */
-		char err[1024];
-		char *mine = ref_view(v, err, sizeof(err));
-		if (!mine || strcmp(mine, view->text)) {
+		} else if (!same) {
+			/* ref against the kernel: the same crash state */
 			char d[1200];
 			if (mine)
 				explore_first_diff(view->text, mine, d, sizeof(d));
 			snprintf(awhy, sizeof(awhy), "the kernel shows a legal state; ref %s: %s",
-				 mine ? "shows another tree" : "does not read it", mine ? d : err);
+				 mine ? "shows another tree" : "does not read it", mine ? d : myerr);
 			view->after = EXPLORE_DISAGREE;
-		} else if (ref_check_images(k, nd, sim_disk_sector_size(v, 0), awhy,
-					    sizeof(awhy))) {
+		} else if (rc) {
+			/* and against btrfs check, on what the kernel left */
+			snprintf(awhy, sizeof(awhy), "%s", rwhy);
 			view->after = EXPLORE_DISAGREE;
 		}
-		free(mine);
 	}
+	free(mine);
+	for (unsigned d = 0; d < nloops; d++)
+		kloop_detach(devs[d], holds[d]);
 	for (unsigned d = 0; d < nd; d++) {
 		char path[300];
 		snprintf(path, sizeof(path), "%s/disk%u", k->imgdir, d);

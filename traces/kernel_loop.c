@@ -314,11 +314,10 @@ static long ms_since(const struct timespec *t0)
 	return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
 }
 
-/* Runs fn(arg) in a child: its return (0 or an errno, with a message down
- * the pipe) within timeout_ms, or -ETIMEDOUT (the child is left to finish
- * or hang; it is not waited for). */
-static int in_child(int (*fn)(const void *arg, char *msg, size_t len), const void *arg,
-		    unsigned timeout_ms, char *err, size_t errlen)
+/* Starts fn(arg) in a child, whose return (0 or an errno) and message come
+ * down a pipe. */
+static int in_child_start(int (*fn)(const void *arg, char *msg, size_t len), const void *arg,
+			  struct kjob *j, char *err, size_t errlen)
 {
 	int p[2];
 	if (pipe2(p, O_CLOEXEC)) {
@@ -344,50 +343,70 @@ static int in_child(int (*fn)(const void *arg, char *msg, size_t len), const voi
 		_exit(0);
 	}
 	close(p[1]);
-	struct timespec t0;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	char buf[600];
+	*j = (struct kjob){ pid, p[0] };
+	clock_gettime(CLOCK_MONOTONIC, &j->t0);
+	return 0;
+}
+
+/* Reads everything a job's pipe gives until it closes, within timeout_ms of
+ * the job's start (up to len - 1 bytes kept, the rest read and dropped):
+ * the bytes kept, or -ETIMEDOUT. */
+static ssize_t drain(struct kjob *j, unsigned timeout_ms, char *buf, size_t len)
+{
 	size_t got = 0;
-	int r = 0;
+	char sink[4096];
 	for (;;) {
-		long left = (long)timeout_ms - ms_since(&t0);
-		if (left <= 0) {
-			r = -ETIMEDOUT;
-			break;
-		}
-		struct pollfd pf = { p[0], POLLIN, 0 };
-		int n = poll(&pf, 1, (int)left);
+		long left = (long)timeout_ms - ms_since(&j->t0);
+		struct pollfd pf = { j->fd, POLLIN, 0 };
+		int n = left > 0 ? poll(&pf, 1, (int)left) : 0;
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0) {
-			r = -ETIMEDOUT;
-			break;
-		}
-		ssize_t k = read(p[0], buf + got, sizeof(buf) - 1 - got);
+		if (n <= 0)
+			return -ETIMEDOUT;
+		bool keep = got + 1 < len;
+		ssize_t k = keep ? read(j->fd, buf + got, len - 1 - got) : read(j->fd, sink, sizeof(sink));
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0)
 			break;
-		got += (size_t)k;
-		if (got == sizeof(buf) - 1)
-			break;
+		if (keep)
+			got += (size_t)k;
 	}
-	close(p[0]);
-	if (r == -ETIMEDOUT) {
+	if (len)
+		buf[got] = 0;
+	return (ssize_t)got;
+}
+
+/* The child's return within timeout_ms of its start: 0, -errno with its
+ * message in err, or -ETIMEDOUT (the child is left to finish or hang; it is
+ * not waited for). */
+static int in_child_wait(struct kjob *j, unsigned timeout_ms, char *err, size_t errlen)
+{
+	char buf[600];
+	ssize_t got = drain(j, timeout_ms, buf, sizeof(buf));
+	close(j->fd);
+	if (got == -ETIMEDOUT) {
 		snprintf(err, errlen, "no answer from the kernel within %u ms (a hang)", timeout_ms);
-		return r;
+		return -ETIMEDOUT;
 	}
 	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+	while (waitpid(j->pid, &st, 0) < 0 && errno == EINTR)
 		;
-	if (got == 0) {
+	if (got <= 0) {
 		snprintf(err, errlen, "the helper process died");
 		return -EIO;
 	}
-	buf[got] = 0;
 	if (buf[0])
 		snprintf(err, errlen, "%s", buf + 1);
 	return -(int)(unsigned char)buf[0];
+}
+
+static int in_child(int (*fn)(const void *arg, char *msg, size_t len), const void *arg,
+		    unsigned timeout_ms, char *err, size_t errlen)
+{
+	struct kjob j;
+	int r = in_child_start(fn, arg, &j, err, errlen);
+	return r ? r : in_child_wait(&j, timeout_ms, err, errlen);
 }
 
 /* The kernel's log from now on: a /dev/kmsg descriptor at its end (-1 when
@@ -472,16 +491,32 @@ static int do_mount(const void *arg, char *msg, size_t len)
 	return 0;
 }
 
-int kmount(const char *const *devs, unsigned ndevs, const char *dir, const char *opts,
-	   unsigned timeout_ms, char *err, size_t errlen)
+int kmount_start(const char *const *devs, unsigned ndevs, const char *dir, const char *opts,
+		 struct kjob *j, char *err, size_t errlen)
 {
 	struct mount_args a = { devs, ndevs, dir, opts };
 	/* registered first: a mount the parent gives up on may still land */
 	kreg_mount(dir);
-	int r = in_child(do_mount, &a, timeout_ms, err, errlen);
+	int r = in_child_start(do_mount, &a, j, err, errlen);
+	if (r)
+		kunreg_mount(dir);
+	return r;
+}
+
+int kmount_wait(struct kjob *j, const char *dir, unsigned timeout_ms, char *err, size_t errlen)
+{
+	int r = in_child_wait(j, timeout_ms, err, errlen);
 	if (r && r != -ETIMEDOUT)
 		kunreg_mount(dir);
 	return r;
+}
+
+int kmount(const char *const *devs, unsigned ndevs, const char *dir, const char *opts,
+	   unsigned timeout_ms, char *err, size_t errlen)
+{
+	struct kjob j;
+	int r = kmount_start(devs, ndevs, dir, opts, &j, err, errlen);
+	return r ? r : kmount_wait(&j, dir, timeout_ms, err, errlen);
 }
 
 static int do_umount(const void *arg, char *msg, size_t len)
@@ -507,11 +542,9 @@ int kumount(const char *dir, unsigned timeout_ms, char *err, size_t errlen)
 
 /* ---- Programs with a timeout ---- */
 
-int krun(char *const argv[], unsigned timeout_ms, char *out, size_t outlen)
+int krun_start(char *const argv[], struct kjob *j)
 {
 	int p[2];
-	if (outlen)
-		out[0] = 0;
 	if (pipe2(p, O_CLOEXEC))
 		return -errno;
 	pid_t pid = fork();
@@ -533,39 +566,31 @@ int krun(char *const argv[], unsigned timeout_ms, char *out, size_t outlen)
 		_exit(127);
 	}
 	close(p[1]);
-	struct timespec t0;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	size_t got = 0;
-	bool timed_out = false;
-	char buf[4096];
-	for (;;) {
-		long left = (long)timeout_ms - ms_since(&t0);
-		struct pollfd pf = { p[0], POLLIN, 0 };
-		int n = left > 0 ? poll(&pf, 1, (int)left) : 0;
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			timed_out = true;
-			break;
-		}
-		ssize_t k = read(p[0], buf, sizeof(buf));
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			break;
-		/* keep the first outlen - 1 bytes: where a tool says what is wrong */
-		for (ssize_t i = 0; i < k && got + 1 < outlen; i++)
-			out[got++] = buf[i];
-	}
-	if (outlen)
-		out[got < outlen ? got : outlen - 1] = 0;
-	close(p[0]);
-	if (timed_out)
-		kill(pid, SIGKILL);
+	*j = (struct kjob){ pid, p[0] };
+	clock_gettime(CLOCK_MONOTONIC, &j->t0);
+	return 0;
+}
+
+int krun_wait(struct kjob *j, unsigned timeout_ms, char *out, size_t outlen)
+{
+	char none[1];
+	ssize_t got = drain(j, timeout_ms, outlen ? out : none, outlen ? outlen : 1);
+	close(j->fd);
+	if (got == -ETIMEDOUT)
+		kill(j->pid, SIGKILL);
 	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+	while (waitpid(j->pid, &st, 0) < 0 && errno == EINTR)
 		;
-	if (timed_out)
+	if (got == -ETIMEDOUT)
 		return -ETIMEDOUT;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int krun(char *const argv[], unsigned timeout_ms, char *out, size_t outlen)
+{
+	struct kjob j;
+	if (outlen)
+		out[0] = 0;
+	int r = krun_start(argv, &j);
+	return r ? r : krun_wait(&j, timeout_ms, out, outlen);
 }

@@ -201,13 +201,22 @@ static const char *profile_name(uint64_t p)
 	}
 }
 
-/* mkfs.btrfs on the served files, its uuid from the seed; then a flush of
- * each disk, as mkfs leaves them. */
+/* mkfs.btrfs on the served files; then a flush of each disk, as mkfs leaves
+ * them.  The uuid is the seed's mixed with this process and the time: the
+ * kernel's device registry takes two file systems with one fsid for one
+ * (mkfs.btrfs refuses a uuid it knows: "non-unique UUID"), and another run
+ * of the same seed may be mounted at this moment.  (Kernel runs are not
+ * bit-for-bit repeatable anyway: the kernel writes its own clock.) */
 static int run_mkfs(const struct ex *x, struct kdisks *k, char *err, size_t errlen)
 {
 	const struct explore_opts *o = x->o;
 	char uuid[40], nodesize[16], dp[16], mp[16];
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
 	uint64_t s = o->seed * UINT64_C(0x9e3779b97f4a7c15) + 1;
+	s ^= ((uint64_t)getpid() << 32) ^ (uint64_t)now.tv_nsec ^ ((uint64_t)now.tv_sec << 20);
+	s *= UINT64_C(0xbf58476d1ce4e5b9);
+	s ^= s >> 31;
 	snprintf(uuid, sizeof(uuid), "%08" PRIx32 "-%04x-4%03x-8%03x-%012" PRIx64,
 		 (uint32_t)(s >> 32), (unsigned)(s >> 16) & 0xffff, (unsigned)s & 0xfff,
 		 (unsigned)(s >> 40) & 0xfff, (s * 31) & UINT64_C(0xffffffffffff));

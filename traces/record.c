@@ -1,6 +1,7 @@
 /* record.c - explore, record, minimize (record.h). */
 #include "traces/record.h"
 #include "traces/minimize.h"
+#include "traces/kernel.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@ void record_outcome_free(struct record_outcome *out)
 {
 	free(out->res.results);
 	free(out->reproducer);
+	free(out->script);
 	memset(out, 0, sizeof(*out));
 }
 
@@ -61,17 +63,23 @@ int record_explore(const struct wl_workload *w, const struct explore_opts *o,
 			/* The stored violation keeps this run's state and picks;
 			 * the reproducer's comments name its own crash state. */
 			out->reproducer = minimize_reproducer(&mw, o, &mres);
+			if (o->target == EXPLORE_KERNEL)
+				out->script = kernel_script(&mw, o, &mres);
 			free(mres.results);
 			wl_free(&mw);
 		} else {
 			/* Minimization failed: the whole workload is the reproducer. */
 			out->reproducer = minimize_reproducer(w, o, &out->res);
+			if (o->target == EXPLORE_KERNEL)
+				out->script = kernel_script(w, o, &out->res);
 		}
+	} else if (r == 1 && o->target == EXPLORE_KERNEL) {
+		out->script = kernel_script(w, o, &out->res);
 	}
 	if (run) {
 		record_iso_now(ended);
-		if (store_run_end(run, &out->res, r, ended, out->reproducer, &out->run_id, err,
-				  errlen))
+		if (store_run_end(run, &out->res, r, ended, out->reproducer, out->script,
+				  &out->run_id, err, errlen))
 			return -EIO;
 	}
 	return r;

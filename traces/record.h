@@ -24,6 +24,7 @@ struct record_outcome {
 	struct explore_result res; /* res.results is freed by record_outcome_free */
 	int64_t run_id;            /* 0 when not recorded */
 	char *reproducer;          /* the minimized workload file, or NULL */
+	char *script;              /* a kernel run's: the reproducer as a shell script */
 };
 
 /* Explores w under o (whose sink must be NULL: the store's is used), records

@@ -177,7 +177,8 @@ static const char *const migrations[STORE_VERSION] = {
 	"ALTER TABLE runs ADD COLUMN disk_mode TEXT;"
 	"ALTER TABLE runs ADD COLUMN mount_options TEXT;"
 	"ALTER TABLE runs ADD COLUMN timeout_ms INTEGER;"
-	"ALTER TABLE runs ADD COLUMN sector_size INTEGER NOT NULL DEFAULT 4096;",
+	"ALTER TABLE runs ADD COLUMN sector_size INTEGER NOT NULL DEFAULT 4096;"
+	"ALTER TABLE violations ADD COLUMN script TEXT;", /* a kernel run's shell script */
 };
 
 void store_seterr(char *err, size_t errlen, const char *fmt, ...)

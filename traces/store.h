@@ -57,13 +57,14 @@ int store_run_begin(struct store *s, const struct store_run_info *info, struct s
 const struct explore_sink *store_run_sink(struct store_run *r);
 /*
  * Ends the run: its counts and status, its violation (the first one, with
- * the minimized picks and, when not NULL, a reproducer: a workload file),
+ * the minimized picks and, when not NULL, a reproducer: a workload file, and
+ * for a kernel run a shell script),
  * and commits.  *run_id (may be NULL) receives its id.  The run is freed,
  * committed or not.  A sink error met while recording is reported here.
  */
 int store_run_end(struct store_run *r, const struct explore_result *res, int status,
-		  const char *ended, const char *reproducer, int64_t *run_id, char *err,
-		  size_t errlen);
+		  const char *ended, const char *reproducer, const char *script, int64_t *run_id,
+		  char *err, size_t errlen);
 /* Forgets a run that could not run (rolls back) and frees it; NULL allowed. */
 void store_run_abort(struct store_run *r);
 
@@ -120,8 +121,10 @@ int store_load_state(struct store *s, int64_t id, size_t k, size_t *point, char 
  * (in run N) when there is none. */
 int store_list_violations(struct store *s, int64_t run_id, bool full, FILE *out, char *err,
 			  size_t errlen);
-/* Prints violation id's reproducer, a workload file, to out. */
-int store_print_reproducer(struct store *s, int64_t id, FILE *out, char *err, size_t errlen);
+/* Prints violation id's reproducer, a workload file, to out; with script,
+ * its stand-alone shell script instead (a violation of a kernel run). */
+int store_print_reproducer(struct store *s, int64_t id, bool script, FILE *out, char *err,
+			   size_t errlen);
 
 /* Prints a header line and one line per run, oldest first:
  * ID KIND STARTED WORKLOAD(first 12 hex digits of its hash) OPS IOS STATES

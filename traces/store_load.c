@@ -353,10 +353,13 @@ int store_list_violations(struct store *s, int64_t run_id, bool full, FILE *out,
 	return 0;
 }
 
-int store_print_reproducer(struct store *s, int64_t id, FILE *out, char *err, size_t errlen)
+int store_print_reproducer(struct store *s, int64_t id, bool script, FILE *out, char *err,
+			   size_t errlen)
 {
 	sqlite3_stmt *st = NULL;
-	if (store_prep(s, "SELECT reproducer FROM violations WHERE id = ?1", &st, err, errlen))
+	if (store_prep(s, script ? "SELECT script FROM violations WHERE id = ?1"
+				 : "SELECT reproducer FROM violations WHERE id = ?1",
+		       &st, err, errlen))
 		return -1;
 	sqlite3_bind_int64(st, 1, id);
 	int rc = sqlite3_step(st), ret = -1;
@@ -365,7 +368,8 @@ int store_print_reproducer(struct store *s, int64_t id, FILE *out, char *err, si
 	else if (rc != SQLITE_ROW)
 		store_db_err(s, "read a violation", err, errlen);
 	else if (sqlite3_column_type(st, 0) == SQLITE_NULL)
-		store_seterr(err, errlen, "%s: violation %lld has no reproducer", s->path, (long long)id);
+		store_seterr(err, errlen, "%s: violation %lld has no %s", s->path, (long long)id,
+			     script ? "shell script (only a kernel run's has one)" : "reproducer");
 	else {
 		fputs((const char *)sqlite3_column_text(st, 0), out);
 		ret = 0;

@@ -283,8 +283,8 @@ out:
 }
 
 int store_run_end(struct store_run *r, const struct explore_result *res, int status,
-		  const char *ended, const char *reproducer, int64_t *run_id, char *err,
-		  size_t errlen)
+		  const char *ended, const char *reproducer, const char *script, int64_t *run_id,
+		  char *err, size_t errlen)
 {
 	struct store *s = r->s;
 	if (r->failed) {
@@ -301,7 +301,7 @@ int store_run_end(struct store_run *r, const struct explore_result *res, int sta
 		       &upd, err, errlen) ||
 	    store_prep(s,
 		       "INSERT INTO violations(run_id, description, state_k, point, picks, verdict,"
-		       " reproducer) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+		       " reproducer, script) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
 		       &ins_viol, err, errlen) ||
 	    store_prep(s, "INSERT INTO fault_hits(run_id, point, hits, fired) VALUES (?1, ?2, ?3, ?4)",
 		       &ins_hit, err, errlen))
@@ -337,6 +337,7 @@ int store_run_end(struct store_run *r, const struct explore_result *res, int sta
 		sqlite3_bind_text(ins_viol, 6, explore_verdict_name(res->violation_verdict), -1,
 				  SQLITE_STATIC);
 		store_bind_text(ins_viol, 7, reproducer);
+		store_bind_text(ins_viol, 8, script);
 		if (store_step(s, ins_viol, SQLITE_DONE, "insert violation", err, errlen))
 			goto out;
 	}

@@ -159,3 +159,36 @@ out_has "recorded verdict: mount"
 # the rebuilt image is the state the kernel refused: so does btrfs check
 btrfs check --readonly "$T/cs/disk0.img" >/dev/null 2>&1 && fail "btrfs check passes the torn state"
 done_check
+
+# A violation's stand-alone shell script: every kind of operation it
+# translates (tests/interop/workloads/kernel-script.wl), run for real here,
+# gives the result the kernel gave under btrsim (no FAILED, no SUCCEEDED).
+W="$(dirname "$0")/workloads/kernel-script.wl"
+run kernel-script-record 1 "$BTRSIM" explore --target kernel --disk-mode no-flush --no-minimize \
+	--max-subset 2 --samples 2 --torn 0 --db "$T/s.db" "$W"
+out_has 'as a shell script for the kernel'
+done_check
+run kernel-script-print 0 "$BTRSIM" violations --db "$T/s.db" --script 1
+out_has '^#!/bin/sh'
+out_has 'the power fails'
+out_has 'disks misbehaved \(--disk-mode no-flush\)'
+cp "$OUT" "$T/script.sh"
+done_check
+if command -v xfs_io >/dev/null 2>&1 && command -v setfattr >/dev/null 2>&1; then
+	run kernel-script-runs 0 sh "$T/script.sh"
+	grep -E 'FAILED|SUCCEEDED' "$OUT" && fail "a result differs from btrsim's: $(grep -E 'FAILED|SUCCEEDED' "$OUT" | head -3)"
+	released
+	done_check
+else
+	skip kernel-script-runs "no xfs_io or setfattr (xfsprogs, attr)"
+fi
+run kernel-no-script 1 "$BTRSIM" violations --db "$T/k.db" --script 999
+err_has 'no such violation'
+done_check
+
+# A campaign on the kernel: seq-1 workloads, each recorded as a run.
+run kernel-campaign 0 "$BTRSIM" campaign --target kernel --seq 1 --limit 2 --max-subset 2 \
+	--samples 2 --torn 1 --db "$T/c.db"
+out_has '^2 workloads, [0-9]+ crash states .*, 0 violations'
+released
+done_check
