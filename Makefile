@@ -90,6 +90,7 @@ VERSION := $(shell cat VERSION)
 GIT_ID  := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 
 .PHONY: all cmd build deps test run bench asan coverage clean help difftest mutants FORCE \
+	kernel-campaign \
 	fuzz fuzz-bins fuzz-seeds fuzz-run
 .DEFAULT_GOAL := all
 
@@ -110,6 +111,8 @@ help:
 	@echo "                 COVERAGE_TESTS=0: the corpus alone, without the test suite"
 	@echo "make bench       benchmarks (release build), ratios against memcpy"
 	@echo "make difftest    long differential campaign against the kernel [SEEDS=50 OPS=5000]"
+	@echo "make kernel-campaign  the seq-N campaign on the running kernel's btrfs (root, FUSE,"
+	@echo "                 loop devices) [KERNEL_SEQ=1 KERNEL_LIMIT= KERNEL_DB=traces/btrsim.db]"
 	@echo "make mutants     deliberately broken builds of ref (ref/mutant.h) in build/mutants/"
 	@echo "make fuzz        AFL++ harnesses, plain and ASan+UBSan (build/afl/fuzz/, build/afl-asan/fuzz/)"
 	@echo "make fuzz-seeds  seed corpora in fuzz/seeds/ (mkfs.btrfs, btrsim, workloads, plans, send"
@@ -141,6 +144,17 @@ SEED ?=
 run: deps
 	@$(MAKE) --no-print-directory all
 	@sh mk/run.sh ./btrsim $(SEED)
+
+# The crash harness on the running kernel's btrfs (traces/README.md, "The
+# kernel as the target"): every seq-N workload, a progress line on a terminal.
+KERNEL_SEQ ?= 1
+KERNEL_LIMIT ?=
+KERNEL_DB ?= traces/btrsim.db
+kernel-campaign: deps
+	@$(MAKE) --no-print-directory all
+	@mkdir -p reports
+	@./btrsim campaign --target kernel --seq $(KERNEL_SEQ) $(if $(KERNEL_LIMIT),--limit $(KERNEL_LIMIT)) \
+		--db $(KERNEL_DB) --report reports/kernel-campaign.md
 
 bench: deps
 	@$(MAKE) --no-print-directory MODE=release build
