@@ -174,6 +174,7 @@ bench: deps
 	@sh bench/bench_send.sh build/release/btrsim
 	@sh bench/bench_dedupe.sh build/release/btrsim $(BENCH_DEDUPE_MIB)
 	@sh bench/bench_explore.sh build/release/btrsim
+	@sh bench/bench_kernel.sh build/release/btrsim
 	@$(MAKE) --no-print-directory MODE=afl B=$(FUZZ_B) fuzz-bins && sh bench/bench_fuzz.sh $(FUZZ_B)
 
 # Deliberately broken builds of ref (ref/mutant.h), each the release build

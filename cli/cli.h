@@ -58,6 +58,7 @@ extern const struct cli_cmd cli_cmd_send;
 extern const struct cli_cmd cli_cmd_run;
 extern const struct cli_cmd cli_cmd_gen;
 extern const struct cli_cmd cli_cmd_explore;
+extern const struct cli_cmd cli_cmd_kernel_disks;
 /* The trace database the reading commands use without --db (make run's). */
 #define CLI_DEFAULT_DB "traces/btrsim.db"
 

@@ -34,6 +34,7 @@ static const struct cli_cmd *const commands[] = {
 	&cli_cmd_gen,
 	&cli_cmd_explore,
 	&cli_cmd_campaign,
+	&cli_cmd_kernel_disks,
 	&cli_cmd_raid_campaign,
 	&cli_cmd_runs,
 	&cli_cmd_replay,
