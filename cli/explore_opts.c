@@ -98,6 +98,12 @@ int cli_explore_opt(struct cli_explore *ce, const struct cli_cmd *cmd, int c, co
 		ce->o.timeout_ms = (unsigned)v * 1000;
 		ce->kernel_only = "--timeout";
 		return 0;
+	case EXPLORE_OPT_JOBS:
+		if (cli_parse_u64(arg, &v, false) || v < 1 || v > 8)
+			return cli_usage_error(cmd, "--jobs takes 1 to 8, not '%s'", arg);
+		ce->o.kernel_jobs = (unsigned)v;
+		ce->kernel_only = "--jobs";
+		return 0;
 	default: return -1;
 	}
 }

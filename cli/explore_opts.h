@@ -26,6 +26,8 @@
 	"                      bytes under 4 KiB blocks)\n" \
 	"  --timeout SECONDS   kernel: a mount, unmount, check or operation taking\n" \
 	"                      longer is a hang (30)\n" \
+	"  --jobs N            kernel: crash states judged side by side by N worker\n" \
+	"                      processes (one per core, at most 8)\n" \
 	"  --max-subset K      all subsets while at most K writes are volatile (10;\n" \
 	"                      with --target kernel 6: each state is a kernel mount)\n" \
 	"  --samples N         random subsets beyond that, per crash point (64; with\n" \
@@ -66,6 +68,7 @@
 #define EXPLORE_OPT_MOUNT_OPTIONS 0x107
 #define EXPLORE_OPT_DISK_MODE 0x108
 #define EXPLORE_OPT_TIMEOUT 0x109
+#define EXPLORE_OPT_JOBS 0x10a
 
 #define EXPLORE_LONG_OPTS \
 	{ "max-subset", required_argument, NULL, 'k' }, { "samples", required_argument, NULL, 'n' }, \
@@ -81,7 +84,8 @@
 	{ "target", required_argument, NULL, EXPLORE_OPT_TARGET }, \
 	{ "mount-options", required_argument, NULL, EXPLORE_OPT_MOUNT_OPTIONS }, \
 	{ "disk-mode", required_argument, NULL, EXPLORE_OPT_DISK_MODE }, \
-	{ "timeout", required_argument, NULL, EXPLORE_OPT_TIMEOUT }
+	{ "timeout", required_argument, NULL, EXPLORE_OPT_TIMEOUT }, \
+	{ "jobs", required_argument, NULL, EXPLORE_OPT_JOBS }
 
 struct cli_explore {
 	struct explore_opts o;

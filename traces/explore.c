@@ -351,25 +351,22 @@ static bool state_damaged(const struct ex *x, const struct pend *p, const struct
 	return false;
 }
 
-/* Crashes a clone of cursor with the chosen writes persisted (a disk at a
- * time: its caches fail independently) and judges it. */
-static enum explore_verdict crash_with(struct ex *x, sim_volume *cursor, size_t point,
-				       const struct pend *p, const struct choice *c, size_t nc,
-				       char *why, size_t whylen)
+/* A clone of cursor crashed with the chosen writes persisted (a disk at a
+ * time: its caches fail independently); NULL with why when it cannot be. */
+static sim_volume *crashed(sim_volume *cursor, const struct pend *p, const struct choice *c,
+			   size_t nc, char *why, size_t whylen)
 {
 	sim_volume *v;
 	if (sim_volume_clone(cursor, &v)) {
 		snprintf(why, whylen, "cloning the volume failed");
-		return EXPLORE_MOUNT;
+		return NULL;
 	}
 	struct sim_crash_pick picks[64];
 	struct sim_crash_pick *pk = nc <= 64 ? picks : calloc(nc, sizeof(*pk));
-	enum explore_verdict verdict = EXPLORE_OK;
-	if (!pk) {
+	bool ok = pk != NULL;
+	if (!pk)
 		snprintf(why, whylen, "out of memory");
-		verdict = EXPLORE_MOUNT;
-	}
-	for (unsigned d = 0; pk && d < sim_volume_ndisks(v) && verdict == EXPLORE_OK; d++) {
+	for (unsigned d = 0; ok && d < sim_volume_ndisks(v); d++) {
 		size_t n = 0;
 		for (size_t j = 0; j < nc; j++)
 			if (p[c[j].i].disk == d)
@@ -377,15 +374,28 @@ static enum explore_verdict crash_with(struct ex *x, sim_volume *cursor, size_t 
 		struct sim_crash_spec cs = { .policy = SIM_CRASH_EXPLICIT, .picks = pk, .npicks = n };
 		if (sim_disk_crash(v, d, &cs, NULL)) {
 			snprintf(why, whylen, "crashing disk %u: %s", d, sim_volume_error(v));
-			verdict = EXPLORE_MOUNT;
+			ok = false;
 		}
 	}
 	if (pk && pk != picks)
 		free(pk);
-	if (verdict == EXPLORE_OK)
-		verdict = (x->kern ? kernel_judge : explore_judge)(x, v, point,
-								   state_damaged(x, p, c, nc), why,
-								   whylen);
+	if (!ok) {
+		sim_volume_close(v);
+		return NULL;
+	}
+	return v;
+}
+
+/* Crashes a clone of cursor with the chosen writes persisted and judges it. */
+static enum explore_verdict crash_with(struct ex *x, sim_volume *cursor, size_t point,
+				       const struct pend *p, const struct choice *c, size_t nc,
+				       char *why, size_t whylen)
+{
+	sim_volume *v = crashed(cursor, p, c, nc, why, whylen);
+	if (!v)
+		return EXPLORE_MOUNT;
+	enum explore_verdict verdict = (x->kern ? kernel_judge : explore_judge)(
+		x, v, point, state_damaged(x, p, c, nc), why, whylen);
 	sim_volume_close(v);
 	return verdict;
 }
@@ -416,11 +426,13 @@ static size_t minimize(struct ex *x, sim_volume *cursor, size_t point, const str
 	return nc;
 }
 
-static void state(struct ex *x, sim_volume *cursor, size_t point, const struct pend *p, size_t np,
-		  struct choice *c, size_t nc)
+/* A judged state counted, its violation (the first) minimized and kept, and
+ * handed to the sink. */
+static void state_done(struct ex *x, sim_volume *cursor, size_t point, const struct pend *p,
+		       size_t np, struct choice *c, size_t nc, enum explore_verdict v,
+		       const char *why)
 {
-	char why[4096], picks[512];
-	enum explore_verdict v = crash_with(x, cursor, point, p, c, nc, why, sizeof(why));
+	char picks[512];
 	struct explore_result *res = x->res;
 	size_t k = res->states++;
 	picks_text(p, np, c, nc, picks, sizeof(picks));
@@ -456,6 +468,70 @@ static void state(struct ex *x, sim_volume *cursor, size_t point, const struct p
 		if (x->o->sink->state(x->o->sink->ctx, &st))
 			x->stop = true;
 	}
+}
+
+static void state(struct ex *x, sim_volume *cursor, size_t point, const struct pend *p, size_t np,
+		  struct choice *c, size_t nc)
+{
+	char why[4096];
+	enum explore_verdict v = crash_with(x, cursor, point, p, c, nc, why, sizeof(why));
+	state_done(x, cursor, point, p, np, c, nc, v, why);
+}
+
+/* ---- The kernel's states, judged side by side ----
+ * States go to the kernel target's workers in order and are counted in the
+ * same order (a FIFO as deep as there are workers): the run's numbering,
+ * sink and first violation are what judging them one by one gives. */
+
+struct qent {
+	struct choice *c;
+	size_t nc;
+	struct kticket t;
+};
+
+struct queue {
+	struct qent e[KERN_MAX_WORKERS + 1];
+	size_t head, n;
+};
+
+static void finish_oldest(struct ex *x, sim_volume *cursor, size_t point, const struct pend *p,
+			  size_t np, struct queue *q)
+{
+	struct qent *e = &q->e[q->head];
+	char why[4096];
+	/* every answer is read, even when stopping: the workers' pipes stay in step */
+	enum explore_verdict v = kernel_complete(x, &e->t, point, why, sizeof(why));
+	if (!x->stop)
+		state_done(x, cursor, point, p, np, e->c, e->nc, v, why);
+	free(e->c);
+	q->head = (q->head + 1) % (KERN_MAX_WORKERS + 1);
+	q->n--;
+}
+
+static void queued_state(struct ex *x, sim_volume *cursor, size_t point, const struct pend *p,
+			 size_t np, const struct choice *c, size_t nc, struct queue *q)
+{
+	while (q->n && (kworkers_free(x->kern) < 0 || q->n > KERN_MAX_WORKERS - 1))
+		finish_oldest(x, cursor, point, p, np, q);
+	if (x->stop)
+		return;
+	struct qent *e = &q->e[(q->head + q->n) % (KERN_MAX_WORKERS + 1)];
+	char why[512];
+	e->c = malloc((nc ? nc : 1) * sizeof(*c));
+	e->nc = nc;
+	sim_volume *v = e->c ? crashed(cursor, p, c, nc, why, sizeof(why)) : NULL;
+	if (!e->c)
+		snprintf(why, sizeof(why), "out of memory");
+	if (!v) {
+		e->t = (struct kticket){ .ready = true, .verdict = EXPLORE_MOUNT, .why = strdup(why) };
+	} else {
+		memcpy(e->c, c, nc * sizeof(*c));
+		kernel_submit(x, v, point, state_damaged(x, p, c, nc), &e->t);
+		sim_volume_close(v);
+	}
+	q->n++;
+	while (q->n && q->e[q->head].t.ready)
+		finish_oldest(x, cursor, point, p, np, q);
 }
 
 /* Every volatile write of every disk, disk by disk in submission order. */
@@ -494,6 +570,8 @@ static void explore_point(struct ex *x, sim_volume *cursor, size_t point)
 	}
 	settle_damage(x, p, np);
 	x->res->crash_points++;
+	struct queue q = { .n = 0 };
+	struct queue *qp = kernel_parallel(x) ? &q : NULL;
 	if (x->o->log)
 		fprintf(x->o->log, "crash point at IO %zu: %zu volatile writes\n", point, np);
 	bool all = np <= x->o->max_subset;
@@ -505,7 +583,10 @@ static void explore_point(struct ex *x, sim_volume *cursor, size_t point)
 			if (keep)
 				c[n++] = (struct choice){ i, 0 };
 		}
-		state(x, cursor, point, p, np, c, n);
+		if (qp)
+			queued_state(x, cursor, point, p, np, c, n, qp);
+		else
+			state(x, cursor, point, p, np, c, n);
 	}
 	/* Torn writes: one multi-sector write cut short, the writes before it kept. */
 	for (unsigned t = 0; t < x->o->torn && np && !x->stop; t++) {
@@ -516,8 +597,13 @@ static void explore_point(struct ex *x, sim_volume *cursor, size_t point)
 		for (size_t i = 0; i < k; i++)
 			c[n++] = (struct choice){ i, 0 };
 		c[n++] = (struct choice){ k, 1 + (uint32_t)(next(&x->rng) % (p[k].nsectors - 1)) };
-		state(x, cursor, point, p, np, c, n);
+		if (qp)
+			queued_state(x, cursor, point, p, np, c, n, qp);
+		else
+			state(x, cursor, point, p, np, c, n);
 	}
+	while (qp && qp->n)
+		finish_oldest(x, cursor, point, p, np, qp);
 	free(p);
 	free(c);
 }

@@ -87,6 +87,7 @@ struct explore_opts {
 	const char *mount_options;
 	int disk_mode;
 	unsigned timeout_ms;
+	unsigned kernel_jobs; /* states judged side by side (0: one per core, at most 8) */
 	uint64_t seed;       /* the sampling and tearing choices, and mkfs's uuids */
 	unsigned max_subset; /* all subsets while at most this many writes are volatile (10) */
 	unsigned samples;    /* random subsets beyond that (64) */

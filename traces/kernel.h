@@ -147,6 +147,11 @@ void kunreg_mount(const char *dir);
  * at release, before anything else). */
 void kreg_fuse(int fd, const char *abort_path);
 void kunreg_fuse(const char *abort_path);
+/* Worker processes to end (SIGTERM) at release; a worker forgets what its
+ * parent registered (kreg_forget_all). */
+void kreg_worker(pid_t pid);
+void kunreg_worker(pid_t pid);
+void kreg_forget_all(void);
 /* What a child forked by the kernel target does first. */
 void kernel_in_child(void);
 /* Releases everything registered, and installs (once) handlers that do

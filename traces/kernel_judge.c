@@ -56,6 +56,10 @@ int kern_init(struct kern *k, const struct ex *x, char *err, size_t errlen)
 		r = ktmpdir(NULL, "imgs", k->imgdir, sizeof(k->imgdir));
 	if (!r)
 		r = ktmpdir(NULL, "judge", k->mnt, sizeof(k->mnt));
+	/* states judged side by side, one worker a core (a kernel mount is
+	 * mostly the kernel's CPU time and a few waits) */
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	k->jobs = o->kernel_jobs ? o->kernel_jobs : n < 1 ? 1 : n > KERN_MAX_WORKERS ? KERN_MAX_WORKERS : (unsigned)n;
 	if (r)
 		snprintf(err, errlen, "a temporary directory: %s", strerror(-r));
 	return r;
@@ -65,6 +69,7 @@ static void seen_free(struct kseen *s);
 
 void kern_free(struct kern *k)
 {
+	kworkers_stop(k);
 	for (size_t i = 0; i < k->seencap; i++)
 		seen_free(&k->seen[i]);
 	free(k->seen);
@@ -139,245 +144,10 @@ static char *subvols_of(void *ctx, char *err, size_t errlen)
 	return s;
 }
 
-/* What ref shows of the crash state (its log replayed in memory): the
- * description, or NULL with why. */
-static char *ref_view(sim_volume *v, char *why, size_t whylen)
+/* The oracle's verdict at crash point `point` on a state the kernel viewed. */
+static enum explore_verdict verdict_of(const struct ex *x, const struct kseen *s, size_t point,
+				       bool damaged, char *why, size_t whylen)
 {
-	sim_volume *c;
-	if (sim_volume_clone(v, &c)) {
-		snprintf(why, whylen, "out of memory");
-		return NULL;
-	}
-	struct ref_open_opts oo = { .super_mirror = 0 };
-	ref_fs *fs;
-	char *text = NULL;
-	if (ref_open(c, &oo, &fs, why, whylen) == 0) {
-		text = explore_describe_ref(fs, why, whylen);
-		ref_close(fs);
-	}
-	sim_volume_close(c);
-	return text;
-}
-
-/* btrsim check of the images as the kernel left them: 0 clean, 1 errors
- * (their first lines in why), -errno when it could not run. */
-static int ref_check_images(const struct kern *k, unsigned ndisks, uint32_t sector, char *why,
-			    size_t whylen)
-{
-	struct sim_volume_config cfg;
-	sim_config_init(&cfg, ndisks, 0, 1);
-	memset(&cfg.latency, 0, sizeof(cfg.latency));
-	char paths[SIM_MAX_DISKS][300];
-	for (unsigned d = 0; d < ndisks; d++) {
-		snprintf(paths[d], sizeof(paths[d]), "%s/disk%u", k->imgdir, d);
-		cfg.disk[d].image_path = paths[d];
-		cfg.disk[d].sector_size = sector;
-		cfg.disk[d].read_only = true;
-	}
-	sim_volume *v;
-	if (sim_volume_open(&cfg, &v, why, whylen))
-		return -EIO;
-	struct ref_open_opts oo = { .super_mirror = 0, .nologreplay = true };
-	ref_fs *fs;
-	char err[512];
-	int r;
-	if (ref_open(v, &oo, &fs, err, sizeof(err))) {
-		snprintf(why, whylen, "btrsim does not open what the kernel left: %s", err);
-		r = 1;
-	} else {
-		char *report = NULL;
-		size_t rlen = 0;
-		FILE *out = open_memstream(&report, &rlen);
-		struct ref_check_opts co = { .out = out };
-		long errors = out ? ref_check(fs, &co) : -ENOMEM;
-		if (out)
-			fclose(out);
-		r = errors < 0 ? (int)errors : errors > 0;
-		if (r)
-			snprintf(why, whylen, "btrsim check of what the kernel left: %.600s",
-				 report ? report : "out of memory");
-		free(report);
-		ref_close(fs);
-	}
-	sim_volume_close(v);
-	return r;
-}
-
-/* btrfs check --readonly of the first device (the others attached, found by
- * its scan), started; progs_check_wait gives 0 clean, 1 errors (its output
- * in why), -ETIMEDOUT, or -errno when it did not start. */
-static int progs_check_start(const char *dev, struct kjob *j)
-{
-	char *argv[] = { "btrfs", "check", "--readonly", (char *)dev, NULL };
-	return krun_start(argv, j);
-}
-
-static int progs_check_wait(const struct kern *k, struct kjob *j, char *why, size_t whylen)
-{
-	char out[2048];
-	int r = krun_wait(j, k->timeout_ms, out, sizeof(out));
-	if (r == 0)
-		return 0;
-	if (r == -ETIMEDOUT)
-		snprintf(why, whylen, "btrfs check did not finish in time (a hang)");
-	else
-		snprintf(why, whylen, "btrfs check of what the kernel left: %.1500s", out);
-	return r == -ETIMEDOUT ? r : 1;
-}
-
-/* The kernel's mount of the images: the tree and subvolume lines it shows
- * (NULL with why), then unmounted; *verdict says how it failed.  While the
- * kernel mounts, ref reads the same crash state from v: *mine (NULL with
- * myerr). */
-static char *kernel_view(const struct ex *x, const struct kern *k, char (*devs)[32],
-			 unsigned ndisks, sim_volume *v, char **mine, char *myerr, size_t myerrlen,
-			 char **subv, enum explore_verdict *verdict, char *why, size_t whylen)
-{
-	const char *dv[SIM_MAX_DISKS];
-	for (unsigned d = 0; d < ndisks; d++)
-		dv[d] = devs[d];
-	char err[1024];
-	struct kjob mj;
-	int r = kmount_start(dv, ndisks, k->mnt, k->opts, &mj, err, sizeof(err));
-	*mine = ref_view(v, myerr, myerrlen);
-	if (!r)
-		r = kmount_wait(&mj, k->mnt, k->timeout_ms, err, sizeof(err));
-	if (r) {
-		if (r == -ETIMEDOUT)
-			x->res->hangs++;
-		snprintf(why, whylen, "the kernel does not mount it: %s", err);
-		*verdict = EXPLORE_MOUNT;
-		return NULL;
-	}
-	struct manifest m = { 0 };
-	char *text = NULL;
-	size_t len = 0;
-	*subv = NULL;
-	if (mf_walk_host(&m, k->mnt, x->subv ? subv : NULL, err, sizeof(err))) {
-		snprintf(why, whylen, "reading the kernel's tree: %s", err);
-		*verdict = EXPLORE_READ;
-	} else {
-		FILE *f = open_memstream(&text, &len);
-		if (!f || mf_print(&m, f)) {
-			snprintf(why, whylen, "out of memory");
-			*verdict = EXPLORE_READ;
-		}
-		if (f)
-			fclose(f);
-		if (*verdict != EXPLORE_OK) {
-			free(text);
-			text = NULL;
-		}
-	}
-	mf_free(&m);
-	r = kumount(k->mnt, k->timeout_ms, err, sizeof(err));
-	if (r && *verdict == EXPLORE_OK) {
-		if (r == -ETIMEDOUT)
-			x->res->hangs++;
-		snprintf(why, whylen, "the kernel's unmount failed: %s", err);
-		*verdict = EXPLORE_MOUNT;
-		free(text);
-		text = NULL;
-	}
-	if (!text) {
-		free(*subv);
-		*subv = NULL;
-	}
-	return text;
-}
-
-/* What the kernel, the checks and ref make of v's disks. */
-static void view_of(const struct ex *x, sim_volume *v, struct kseen *view)
-{
-	const struct kern *k = x->kern;
-	char why[4096] = "";
-	size_t whylen = sizeof(why);
-	unsigned nd = sim_volume_ndisks(v);
-	enum explore_verdict verdict = EXPLORE_OK;
-	for (unsigned d = 0; d < nd && verdict == EXPLORE_OK; d++) {
-		char path[300];
-		snprintf(path, sizeof(path), "%s/disk%u", k->imgdir, d);
-		kreg_file(path);
-		if (sim_disk_save_image(v, d, path)) {
-			snprintf(why, whylen, "writing the state's image: %s", sim_volume_error(v));
-			verdict = EXPLORE_READ;
-		}
-	}
-	char devs[SIM_MAX_DISKS][32];
-	int holds[SIM_MAX_DISKS];
-	unsigned nloops = 0;
-	for (; nloops < nd && verdict == EXPLORE_OK; nloops++) {
-		char path[300], err[512];
-		snprintf(path, sizeof(path), "%s/disk%u", k->imgdir, nloops);
-		if (kloop_attach(path, 4096, devs[nloops], sizeof(devs[0]), &holds[nloops], err,
-				 sizeof(err))) {
-			snprintf(why, whylen, "a loop device for the state: %s", err);
-			verdict = EXPLORE_READ;
-			break;
-		}
-	}
-	char *mine = NULL, myerr[1024] = "";
-	if (verdict == EXPLORE_OK)
-		view->text = kernel_view(x, k, devs, nd, v, &mine, myerr, sizeof(myerr),
-					 &view->subv, &verdict, why, whylen);
-	char awhy[4096] = "", rwhy[4096] = "";
-	view->after = EXPLORE_OK;
-	if (view->text) {
-		/* btrfs check of what the kernel left while ref checks it too */
-		struct kjob cj;
-		int c = progs_check_start(devs[0], &cj);
-		bool same = mine && !strcmp(mine, view->text);
-		int rc = same ? ref_check_images(k, nd, sim_disk_sector_size(v, 0), rwhy,
-						 sizeof(rwhy))
-			      : 0;
-		if (c)
-			snprintf(awhy, sizeof(awhy), "btrfs check did not start: %s", strerror(-c));
-		else
-			c = progs_check_wait(k, &cj, awhy, sizeof(awhy));
-		if (c == -ETIMEDOUT)
-			x->res->hangs++;
-		if (c) {
-			view->after = EXPLORE_CHECK;
-		} else if (!same) {
-			/* ref against the kernel: the same crash state */
-			char d[1200];
-			if (mine)
-				explore_first_diff(view->text, mine, d, sizeof(d));
-			snprintf(awhy, sizeof(awhy), "the kernel shows a legal state; ref %s: %s",
-				 mine ? "shows another tree" : "does not read it", mine ? d : myerr);
-			view->after = EXPLORE_DISAGREE;
-		} else if (rc) {
-			/* and against btrfs check, on what the kernel left */
-			snprintf(awhy, sizeof(awhy), "%s", rwhy);
-			view->after = EXPLORE_DISAGREE;
-		}
-	}
-	free(mine);
-	for (unsigned d = 0; d < nloops; d++)
-		kloop_detach(devs[d], holds[d]);
-	for (unsigned d = 0; d < nd; d++) {
-		char path[300];
-		snprintf(path, sizeof(path), "%s/disk%u", k->imgdir, d);
-		kunlink(path);
-	}
-	view->fail = verdict;
-	view->why = strdup(why);
-	view->after_why = strdup(awhy);
-}
-
-enum explore_verdict kernel_judge(const struct ex *x, sim_volume *v, size_t point, bool damaged,
-				  char *why, size_t whylen)
-{
-	struct kern *k = x->kern;
-	uint64_t h = disks_hash(v);
-	struct kseen *s = h && k->seencap ? seen_slot(k, h) : NULL;
-	struct kseen fresh = { .hash = h };
-	if (s && s->hash == h) {
-		x->res->cached++;
-	} else {
-		view_of(x, v, &fresh);
-		s = &fresh;
-	}
 	enum explore_verdict verdict = s->fail;
 	if (!s->why || !s->after_why) {
 		snprintf(why, whylen, "out of memory");
@@ -390,7 +160,157 @@ enum explore_verdict kernel_judge(const struct ex *x, sim_volume *v, size_t poin
 		verdict = s->after;
 		snprintf(why, whylen, "%s", s->after_why);
 	}
-	if (s == &fresh)
-		seen_add(k, &fresh);
+	return verdict;
+}
+
+/* Writes v's disks as DIR/disk0.. (registered for release). */
+static int save_images(sim_volume *v, const char *dir, char *why, size_t whylen)
+{
+	for (unsigned d = 0; d < sim_volume_ndisks(v); d++) {
+		char path[300];
+		snprintf(path, sizeof(path), "%s/disk%u", dir, d);
+		kreg_file(path);
+		if (sim_disk_save_image(v, d, path)) {
+			snprintf(why, whylen, "writing the state's image: %s", sim_volume_error(v));
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
+static void drop_images(unsigned ndisks, const char *dir)
+{
+	for (unsigned d = 0; d < ndisks; d++) {
+		char path[300];
+		snprintf(path, sizeof(path), "%s/disk%u", dir, d);
+		kunlink(path);
+	}
+}
+
+static struct kview_in view_in(const struct ex *x, const struct kern *k, sim_volume *v,
+			       const char *imgdir, const char *mnt)
+{
+	return (struct kview_in){ imgdir, mnt, k->opts, sim_volume_ndisks(v),
+				  sim_disk_sector_size(v, 0), k->timeout_ms, x->subv != NULL };
+}
+
+/* Keeps a fresh view in the cache (or frees it). */
+static void keep(const struct ex *x, struct kseen *view)
+{
+	x->res->hangs += view->hangs;
+	seen_add(x->kern, view);
+}
+
+static struct kseen *cached(struct kern *k, uint64_t h)
+{
+	struct kseen *s = h && k->seencap ? seen_slot(k, h) : NULL;
+	return s && s->hash == h ? s : NULL;
+}
+
+enum explore_verdict kernel_judge(const struct ex *x, sim_volume *v, size_t point, bool damaged,
+				  char *why, size_t whylen)
+{
+	struct kern *k = x->kern;
+	uint64_t h = disks_hash(v);
+	struct kseen *s = cached(k, h);
+	if (s) {
+		x->res->cached++;
+		return verdict_of(x, s, point, damaged, why, whylen);
+	}
+	struct kseen fresh = { .hash = h };
+	if (save_images(v, k->imgdir, why, whylen)) {
+		drop_images(sim_volume_ndisks(v), k->imgdir);
+		return EXPLORE_READ;
+	}
+	struct kview_in in = view_in(x, k, v, k->imgdir, k->mnt);
+	kview(&in, &fresh);
+	drop_images(in.ndisks, k->imgdir);
+	enum explore_verdict verdict = verdict_of(x, &fresh, point, damaged, why, whylen);
+	keep(x, &fresh);
+	return verdict;
+}
+
+/* ---- Queued judging, by the workers ---- */
+
+bool kernel_parallel(struct ex *x)
+{
+	struct kern *k = x->kern;
+	if (!k || k->jobs < 2)
+		return false;
+	if (!k->nworkers) {
+		char err[512];
+		if (kworkers_start(k, err, sizeof(err))) {
+			k->jobs = 1; /* judged here, one at a time, instead */
+			return false;
+		}
+	}
+	return true;
+}
+
+void kernel_submit(struct ex *x, sim_volume *v, size_t point, bool damaged, struct kticket *t)
+{
+	(void)point;
+	struct kern *k = x->kern;
+	char why[512];
+	*t = (struct kticket){ .hash = disks_hash(v), .damaged = damaged, .worker = -1 };
+	if (cached(k, t->hash)) {
+		t->ready = true; /* judged at completion, by the cache */
+		return;
+	}
+	int i = kworkers_free(k);
+	struct kview_in in;
+	if (i >= 0) {
+		in = view_in(x, k, v, k->w[i].imgdir, k->w[i].mnt);
+		if (save_images(v, in.imgdir, why, sizeof(why)) ||
+		    kworker_ask(k, i, &in, why, sizeof(why))) {
+			drop_images(in.ndisks, in.imgdir);
+			i = -1;
+		}
+	} else {
+		snprintf(why, sizeof(why), "no free worker to judge the state");
+	}
+	if (i < 0) {
+		t->ready = true;
+		t->verdict = EXPLORE_READ;
+		t->why = strdup(why);
+		return;
+	}
+	t->worker = i;
+}
+
+enum explore_verdict kernel_complete(struct ex *x, struct kticket *t, size_t point, char *why,
+				     size_t whylen)
+{
+	struct kern *k = x->kern;
+	if (t->ready && t->why) {
+		snprintf(why, whylen, "%s", t->why);
+		free(t->why);
+		t->why = NULL;
+		return t->verdict;
+	}
+	struct kseen *s = cached(k, t->hash);
+	if (t->ready && s) {
+		x->res->cached++;
+		return verdict_of(x, s, point, t->damaged, why, whylen);
+	}
+	if (t->ready) { /* (a cache that could not keep it) */
+		snprintf(why, whylen, "out of memory");
+		return EXPLORE_READ;
+	}
+	struct kseen fresh = { .hash = t->hash };
+	char err[512];
+	int r = kworker_answer(k, t->worker, &fresh, err, sizeof(err));
+	drop_images(x->o->ndisks, k->w[t->worker].imgdir);
+	if (r) {
+		snprintf(why, whylen, "%s", err);
+		return EXPLORE_READ;
+	}
+	enum explore_verdict verdict = verdict_of(x, &fresh, point, t->damaged, why, whylen);
+	if (cached(k, fresh.hash)) { /* the same disks judged meanwhile */
+		x->res->hangs += fresh.hangs;
+		seen_free(&fresh);
+	} else {
+		keep(x, &fresh);
+	}
 	return verdict;
 }

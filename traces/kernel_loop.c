@@ -30,7 +30,7 @@
 
 /* ---- The registry ---- */
 
-#define KREG_MAX 64
+#define KREG_MAX 256
 enum kreg_kind { KREG_FREE, KREG_ABORT, KREG_LOOP, KREG_MOUNT, KREG_FILE, KREG_DIR };
 static struct kreg {
 	volatile sig_atomic_t kind;
@@ -77,6 +77,34 @@ void kunlink(const char *path)
 	reg_del(KREG_FILE, path);
 }
 
+/* Worker processes (kernel_workers.c), ended first at release. */
+#define KREG_WORKERS 16
+static volatile pid_t workers[KREG_WORKERS];
+
+void kreg_worker(pid_t pid)
+{
+	for (int i = 0; i < KREG_WORKERS; i++)
+		if (!workers[i]) {
+			workers[i] = pid;
+			return;
+		}
+}
+
+void kunreg_worker(pid_t pid)
+{
+	for (int i = 0; i < KREG_WORKERS; i++)
+		if (workers[i] == pid)
+			workers[i] = 0;
+}
+
+void kreg_forget_all(void)
+{
+	for (int i = 0; i < KREG_MAX; i++)
+		reg[i].kind = KREG_FREE;
+	for (int i = 0; i < KREG_WORKERS; i++)
+		workers[i] = 0;
+}
+
 /* The FUSE device's descriptor, which no child may keep (kernel.h). */
 static int fuse_fd = -1;
 
@@ -104,6 +132,12 @@ void kernel_in_child(void)
 /* Only async-signal-safe calls: the signal handlers run it. */
 static void release(void)
 {
+	/* the workers release their own loop devices and mounts */
+	for (int i = 0; i < KREG_WORKERS; i++)
+		if (workers[i] > 0) {
+			kill(workers[i], SIGTERM);
+			workers[i] = 0;
+		}
 	/* A FUSE server that is going away first fails every request to its
 	 * disks, so that nothing above them waits for it. */
 	for (int i = KREG_MAX - 1; i >= 0; i--)

@@ -1,0 +1,210 @@
+/*
+ * kernel_view.c - what the kernel, btrfs check, btrsim check and ref make of
+ * one crash state's images (kernel_internal.h, kview): the part of judging a
+ * kernel state that does not depend on the crash point, so that it can run
+ * in a worker process (kernel_workers.c) while the explorer builds the next
+ * state.
+ *
+ * In order: ref reads the images as they are (its log replay in memory:
+ * ref's view of the crash state); loop devices over them; the kernel mounts
+ * them (its log replay, onto the images), the tree is read through the
+ * system calls, the kernel unmounts; btrfs check --readonly and btrsim check
+ * of what the kernel left, side by side.
+ */
+#include "traces/kernel_internal.h"
+#include "traces/manifest.h"
+#include "ref/ref.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The images of in as a read-only sim volume (nothing is written to them). */
+static int open_images(const struct kview_in *in, sim_volume **v, char *why, size_t whylen)
+{
+	struct sim_volume_config cfg;
+	sim_config_init(&cfg, in->ndisks, 0, 1);
+	memset(&cfg.latency, 0, sizeof(cfg.latency));
+	char paths[SIM_MAX_DISKS][300];
+	for (unsigned d = 0; d < in->ndisks; d++) {
+		snprintf(paths[d], sizeof(paths[d]), "%s/disk%u", in->imgdir, d);
+		cfg.disk[d].image_path = paths[d];
+		cfg.disk[d].sector_size = in->sector;
+		cfg.disk[d].overlay = true; /* ref's log replay stays in memory */
+	}
+	return sim_volume_open(&cfg, v, why, whylen) ? -EIO : 0;
+}
+
+/* What ref shows of the crash state (its log replayed in memory): the
+ * description, or NULL with why. */
+static char *ref_view(const struct kview_in *in, char *why, size_t whylen)
+{
+	sim_volume *v;
+	if (open_images(in, &v, why, whylen))
+		return NULL;
+	struct ref_open_opts oo = { .super_mirror = 0 };
+	ref_fs *fs;
+	char *text = NULL;
+	if (ref_open(v, &oo, &fs, why, whylen) == 0) {
+		text = explore_describe_ref(fs, why, whylen);
+		ref_close(fs);
+	}
+	sim_volume_close(v);
+	return text;
+}
+
+/* btrsim check of the images as the kernel left them: 0 clean, 1 errors
+ * (their first lines in why), -errno when it could not run. */
+static int ref_check_images(const struct kview_in *in, char *why, size_t whylen)
+{
+	sim_volume *v;
+	if (open_images(in, &v, why, whylen))
+		return -EIO;
+	struct ref_open_opts oo = { .super_mirror = 0, .nologreplay = true };
+	ref_fs *fs;
+	char err[512];
+	int r;
+	if (ref_open(v, &oo, &fs, err, sizeof(err))) {
+		snprintf(why, whylen, "btrsim does not open what the kernel left: %s", err);
+		r = 1;
+	} else {
+		char *report = NULL;
+		size_t rlen = 0;
+		FILE *out = open_memstream(&report, &rlen);
+		struct ref_check_opts co = { .out = out };
+		long errors = out ? ref_check(fs, &co) : -ENOMEM;
+		if (out)
+			fclose(out);
+		r = errors < 0 ? (int)errors : errors > 0;
+		if (r)
+			snprintf(why, whylen, "btrsim check of what the kernel left: %.600s",
+				 report ? report : "out of memory");
+		free(report);
+		ref_close(fs);
+	}
+	sim_volume_close(v);
+	return r;
+}
+
+/* btrfs check --readonly of the first device (the others attached, found by
+ * its scan): 0 clean, 1 errors (its output in why), -ETIMEDOUT, -errno. */
+static int progs_check_wait(const struct kview_in *in, struct kjob *j, char *why, size_t whylen)
+{
+	char out[2048];
+	int r = krun_wait(j, in->timeout_ms, out, sizeof(out));
+	if (r == 0)
+		return 0;
+	if (r == -ETIMEDOUT)
+		snprintf(why, whylen, "btrfs check did not finish in time (a hang)");
+	else
+		snprintf(why, whylen, "btrfs check of what the kernel left: %.1500s", out);
+	return r == -ETIMEDOUT ? r : 1;
+}
+
+/* The kernel's mount of the devices: the tree and subvolume lines it shows
+ * (NULL with why), then unmounted; *fail says how it failed. */
+static char *kernel_tree(const struct kview_in *in, char (*devs)[32], char **subv,
+			 enum explore_verdict *fail, unsigned *hangs, char *why, size_t whylen)
+{
+	const char *dv[SIM_MAX_DISKS];
+	for (unsigned d = 0; d < in->ndisks; d++)
+		dv[d] = devs[d];
+	char err[1024];
+	int r = kmount(dv, in->ndisks, in->mnt, in->opts, in->timeout_ms, err, sizeof(err));
+	if (r) {
+		*hangs += r == -ETIMEDOUT;
+		snprintf(why, whylen, "the kernel does not mount it: %s", err);
+		*fail = EXPLORE_MOUNT;
+		return NULL;
+	}
+	struct manifest m = { 0 };
+	char *text = NULL;
+	size_t len = 0;
+	*subv = NULL;
+	if (mf_walk_host(&m, in->mnt, in->want_subvols ? subv : NULL, err, sizeof(err))) {
+		snprintf(why, whylen, "reading the kernel's tree: %s", err);
+		*fail = EXPLORE_READ;
+	} else {
+		FILE *f = open_memstream(&text, &len);
+		if (!f || mf_print(&m, f)) {
+			snprintf(why, whylen, "out of memory");
+			*fail = EXPLORE_READ;
+		}
+		if (f)
+			fclose(f);
+	}
+	mf_free(&m);
+	r = kumount(in->mnt, in->timeout_ms, err, sizeof(err));
+	if (r && *fail == EXPLORE_OK) {
+		*hangs += r == -ETIMEDOUT;
+		snprintf(why, whylen, "the kernel's unmount failed: %s", err);
+		*fail = EXPLORE_MOUNT;
+	}
+	if (*fail != EXPLORE_OK) {
+		free(text);
+		free(*subv);
+		text = NULL;
+		*subv = NULL;
+	}
+	return text;
+}
+
+void kview(const struct kview_in *in, struct kseen *view)
+{
+	char why[4096] = "", awhy[4096] = "", rwhy[4096] = "", myerr[1024] = "";
+	enum explore_verdict fail = EXPLORE_OK;
+	/* ref first: the kernel's mount changes the images */
+	char *mine = ref_view(in, myerr, sizeof(myerr));
+	char devs[SIM_MAX_DISKS][32];
+	int holds[SIM_MAX_DISKS];
+	unsigned nloops = 0;
+	for (; nloops < in->ndisks; nloops++) {
+		char path[300], err[512];
+		snprintf(path, sizeof(path), "%s/disk%u", in->imgdir, nloops);
+		if (kloop_attach(path, 4096, devs[nloops], sizeof(devs[0]), &holds[nloops], err,
+				 sizeof(err))) {
+			snprintf(why, sizeof(why), "a loop device for the state: %s", err);
+			fail = EXPLORE_READ;
+			break;
+		}
+	}
+	if (fail == EXPLORE_OK)
+		view->text = kernel_tree(in, devs, &view->subv, &fail, &view->hangs, why,
+					 sizeof(why));
+	view->after = EXPLORE_OK;
+	if (view->text) {
+		/* btrfs check of what the kernel left while btrsim checks it too */
+		struct kjob cj;
+		char *argv[] = { "btrfs", "check", "--readonly", devs[0], NULL };
+		int c = krun_start(argv, &cj);
+		bool same = mine && !strcmp(mine, view->text);
+		int rc = same ? ref_check_images(in, rwhy, sizeof(rwhy)) : 0;
+		if (c)
+			snprintf(awhy, sizeof(awhy), "btrfs check did not start: %s", strerror(-c));
+		else
+			c = progs_check_wait(in, &cj, awhy, sizeof(awhy));
+		view->hangs += c == -ETIMEDOUT;
+		if (c) {
+			view->after = EXPLORE_CHECK;
+		} else if (!same) {
+			/* ref against the kernel: the same crash state */
+			char d[1200];
+			if (mine)
+				explore_first_diff(view->text, mine, d, sizeof(d));
+			snprintf(awhy, sizeof(awhy), "the kernel shows a legal state; ref %s: %s",
+				 mine ? "shows another tree" : "does not read it", mine ? d : myerr);
+			view->after = EXPLORE_DISAGREE;
+		} else if (rc) {
+			/* and against btrfs check, on what the kernel left */
+			snprintf(awhy, sizeof(awhy), "%s", rwhy);
+			view->after = EXPLORE_DISAGREE;
+		}
+	}
+	free(mine);
+	for (unsigned d = 0; d < nloops; d++)
+		kloop_detach(devs[d], holds[d]);
+	view->fail = fail;
+	view->why = strdup(why);
+	view->after_why = strdup(awhy);
+}
