@@ -154,6 +154,11 @@ void kunreg_worker(pid_t pid);
 void kreg_forget_all(void);
 /* What a child forked by the kernel target does first. */
 void kernel_in_child(void);
+/* Moves this process (still single-threaded) into a mount namespace of its
+ * own, private: every mount it and its children make dies with the last of
+ * them, whatever ends them (SIGKILL too), and no other process sees them;
+ * the loop devices under them, autoclear, go then too.  0 or -errno. */
+int kernel_isolate(char *err, size_t errlen);
 /* Releases everything registered, and installs (once) handlers that do
  * it on SIGINT, SIGTERM and SIGHUP before the process dies of the signal. */
 void kernel_release_all(void);

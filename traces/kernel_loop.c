@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <linux/loop.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,24 +78,54 @@ void kunlink(const char *path)
 	reg_del(KREG_FILE, path);
 }
 
-/* Worker processes (kernel_workers.c), ended first at release. */
+/* Worker processes (kernel_workers.c), ended first at release; and the
+ * children mounting or unmounting right now, waited for before the
+ * unmounts (a mount that lands after release would stay). */
 #define KREG_WORKERS 16
 static volatile pid_t workers[KREG_WORKERS];
+static volatile pid_t mounters[KREG_WORKERS];
 
-void kreg_worker(pid_t pid)
+static void pid_add(volatile pid_t *v, pid_t pid)
 {
 	for (int i = 0; i < KREG_WORKERS; i++)
-		if (!workers[i]) {
-			workers[i] = pid;
+		if (!v[i]) {
+			v[i] = pid;
 			return;
 		}
 }
 
-void kunreg_worker(pid_t pid)
+static void pid_del(volatile pid_t *v, pid_t pid)
 {
 	for (int i = 0; i < KREG_WORKERS; i++)
-		if (workers[i] == pid)
-			workers[i] = 0;
+		if (v[i] == pid)
+			v[i] = 0;
+}
+
+/* Waits (up to 3 s; async-signal-safe) for the processes of v to end. */
+static void pids_wait(volatile pid_t *v)
+{
+	for (int tries = 0; tries < 300; tries++) {
+		bool left = false;
+		for (int i = 0; i < KREG_WORKERS; i++)
+			if (v[i] > 0 && waitpid(v[i], NULL, WNOHANG) == 0)
+				left = true;
+			else
+				v[i] = 0;
+		if (!left)
+			break;
+		struct timespec ms10 = { 0, 10000000 };
+		nanosleep(&ms10, NULL);
+	}
+}
+
+void kreg_worker(pid_t pid)
+{
+	pid_add(workers, pid);
+}
+
+void kunreg_worker(pid_t pid)
+{
+	pid_del(workers, pid);
 }
 
 void kreg_forget_all(void)
@@ -102,7 +133,7 @@ void kreg_forget_all(void)
 	for (int i = 0; i < KREG_MAX; i++)
 		reg[i].kind = KREG_FREE;
 	for (int i = 0; i < KREG_WORKERS; i++)
-		workers[i] = 0;
+		workers[i] = mounters[i] = 0;
 }
 
 /* The FUSE device's descriptor, which no child may keep (kernel.h). */
@@ -132,12 +163,14 @@ void kernel_in_child(void)
 /* Only async-signal-safe calls: the signal handlers run it. */
 static void release(void)
 {
-	/* the workers release their own loop devices and mounts */
+	/* The workers release their own loop devices and mounts: told to, and
+	 * waited for (a few seconds at most: one stuck in the kernel stays),
+	 * so that their directories are free to remove below. */
 	for (int i = 0; i < KREG_WORKERS; i++)
-		if (workers[i] > 0) {
+		if (workers[i] > 0)
 			kill(workers[i], SIGTERM);
-			workers[i] = 0;
-		}
+	pids_wait(workers);
+	pids_wait(mounters);
 	/* A FUSE server that is going away first fails every request to its
 	 * disks, so that nothing above them waits for it. */
 	for (int i = KREG_MAX - 1; i >= 0; i--)
@@ -174,6 +207,9 @@ static void release(void)
 		}
 	for (int i = KREG_MAX - 1; i >= 0; i--)
 		if (reg[i].kind == KREG_DIR) {
+			/* a worker's mount point may still hold what it was
+			 * mounting when it ended (this namespace is its too) */
+			umount2(reg[i].path, MNT_DETACH);
 			rmdir(reg[i].path);
 			reg[i].kind = KREG_FREE;
 		}
@@ -202,6 +238,20 @@ void kernel_guard_signals(void)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+}
+
+int kernel_isolate(char *err, size_t errlen)
+{
+	static bool done;
+	if (done)
+		return 0;
+	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) {
+		int e = errno;
+		snprintf(err, errlen, "a mount namespace of its own (unshare): %s", strerror(e));
+		return -e;
+	}
+	done = true;
+	return 0;
 }
 
 int ktmpdir(const char *base, const char *what, char *out, size_t outlen)
@@ -379,6 +429,7 @@ static int in_child_start(int (*fn)(const void *arg, char *msg, size_t len), con
 	close(p[1]);
 	*j = (struct kjob){ pid, p[0] };
 	clock_gettime(CLOCK_MONOTONIC, &j->t0);
+	pid_add(mounters, pid);
 	return 0;
 }
 
@@ -426,6 +477,7 @@ static int in_child_wait(struct kjob *j, unsigned timeout_ms, char *err, size_t 
 	int st;
 	while (waitpid(j->pid, &st, 0) < 0 && errno == EINTR)
 		;
+	pid_del(mounters, j->pid);
 	if (got <= 0) {
 		snprintf(err, errlen, "the helper process died");
 		return -EIO;

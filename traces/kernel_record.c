@@ -263,6 +263,8 @@ int kernel_record(struct ex *x, sim_volume **volp, sim_volume **basep, size_t *m
 	int r = kernel_can_run(true, err, errlen);
 	if (r)
 		return -EOPNOTSUPP;
+	if ((r = kernel_isolate(err, errlen)))
+		return r;
 	kernel_guard_signals();
 	struct sim_volume_config cfg;
 	sim_config_init(&cfg, o->ndisks, o->disk_size, o->seed);
