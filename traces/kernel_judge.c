@@ -60,6 +60,11 @@ int kern_init(struct kern *k, const struct ex *x, char *err, size_t errlen)
 	 * mostly the kernel's CPU time and a few waits) */
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	k->jobs = o->kernel_jobs ? o->kernel_jobs : n < 1 ? 1 : n > KERN_MAX_WORKERS ? KERN_MAX_WORKERS : (unsigned)n;
+	/* Crash states of one volume share its fsid: the kernel mounts one
+	 * multi-device file system of an fsid at a time (EEXIST), and btrfs
+	 * check's device scan would mix two states' devices.  One at a time. */
+	if (o->ndisks > 1)
+		k->jobs = 1;
 	if (r)
 		snprintf(err, errlen, "a temporary directory: %s", strerror(-r));
 	return r;

@@ -73,6 +73,13 @@ out_has '^9 operations, .*, 0 violations'
 released
 done_check
 
+# Two disks in RAID1, each crashing on its own (judged one state at a time:
+# the kernel mounts one multi-device volume of an fsid at once).
+run kernel-honest-raid1 0 "$BTRSIM" explore --target kernel --disks 2 $SMALL "$T/w1.wl"
+out_has '^8 operations, .*, 0 violations'
+released
+done_check
+
 # Misbehaving disks: violations, and a minimized reproducer that says how
 # to run it again.
 run kernel-no-flush 1 "$BTRSIM" explore --target kernel --disk-mode no-flush $SMALL "$T/w1.wl"
