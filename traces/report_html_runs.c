@@ -116,7 +116,8 @@ static int lone_runs(struct rh *r)
 	      f);
 	sqlite3_stmt *st;
 	if (rh_prep(r,
-		    "SELECT r.id, r.kind, coalesce(r.name, substr(w.hash, 1, 12)), r.started, r.build,"
+		    "SELECT r.id, r.kind || CASE r.target WHEN 'ref' THEN '' ELSE ':' || r.target END,"
+		    " coalesce(r.name, substr(w.hash, 1, 12)), r.started, r.build,"
 		    " r.config, r.faults, r.ops, r.states, r.seconds, r.detected, r.violations, r.status,"
 		    " r.ended FROM runs r LEFT JOIN workloads w ON w.id = r.workload_id"
 		    " WHERE r.campaign_id IS NULL"

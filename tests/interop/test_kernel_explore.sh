@@ -185,6 +185,9 @@ run kernel-runs 0 "$BTRSIM" runs --db "$T/k.db"
 out_has '^1 +explore:kernel '
 out_has '^2 +explore:kernel '
 done_check
+run kernel-report 0 "$BTRSIM" report --db "$T/k.db" -o "$T/report"
+grep -q 'explore:kernel' "$T/report/index.html" || fail "the report does not name the kernel runs"
+done_check
 run kernel-replay 0 "$BTRSIM" replay --db "$T/k.db" 1
 out_has 'run 1 replayed on the kernel: 8 op results the same; [0-9]+ flushes as recorded'
 released
