@@ -27,8 +27,9 @@
 	"  --timeout SECONDS   kernel: a mount, unmount, check or operation taking\n" \
 	"                      longer is a hang (30)\n" \
 	"  --jobs N            kernel: crash states judged side by side by N worker\n" \
-	"                      processes (one per core, at most 8; one on several\n" \
-	"                      disks: the kernel mounts one volume of an fsid at once)\n" \
+	"                      processes (one per core, at most 8); the kernel's part\n" \
+	"                      of each (mount, walk, unmount, btrfs check) one at a\n" \
+	"                      time: a run's states share one fsid\n" \
 	"  --max-subset K      all subsets while at most K writes are volatile (10;\n" \
 	"                      with --target kernel 6: each state is a kernel mount)\n" \
 	"  --samples N         random subsets beyond that, per crash point (64; with\n" \

@@ -117,6 +117,9 @@ enum explore_verdict explore_legal(const struct ex *x, size_t point, const char 
 /* ref's view of a file system's top subvolume in model_describe's form
  * (NULL with why set when it does not read). */
 char *explore_describe_ref(ref_fs *fs, char *why, size_t whylen);
+/* btrsim check of fs: its error count (or -errno), the report in *report
+ * (malloc'd, or NULL when out of memory). */
+long explore_ref_check(ref_fs *fs, char **report);
 /* The first line where two descriptions differ, as "PATH: expected X,
  * found Y". */
 void explore_first_diff(const char *want, const char *got, char *out, size_t len);

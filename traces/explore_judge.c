@@ -277,6 +277,18 @@ static enum explore_verdict judge_lost_disks(const struct ex *x, sim_volume *v, 
 	return EXPLORE_OK;
 }
 
+long explore_ref_check(ref_fs *fs, char **report)
+{
+	size_t rlen = 0;
+	*report = NULL;
+	FILE *out = open_memstream(report, &rlen);
+	struct ref_check_opts co = { .out = out };
+	long errors = out ? ref_check(fs, &co) : -ENOMEM;
+	if (out)
+		fclose(out);
+	return errors;
+}
+
 static char *ref_subvols(void *fs, char *err, size_t errlen)
 {
 	return describe_subvols(fs, err, errlen);
@@ -365,12 +377,7 @@ enum explore_verdict explore_judge(const struct ex *x, sim_volume *v, size_t poi
 		return damaged && detected(err) ? EXPLORE_DETECTED : EXPLORE_MOUNT;
 	}
 	char *report = NULL;
-	size_t rlen = 0;
-	FILE *out = open_memstream(&report, &rlen);
-	struct ref_check_opts co = { .out = out };
-	long errors = out ? ref_check(fs, &co) : -ENOMEM;
-	if (out)
-		fclose(out);
+	long errors = explore_ref_check(fs, &report);
 	enum explore_verdict verdict = EXPLORE_OK;
 	if (errors != 0) {
 		error_lines(report, why, whylen);

@@ -28,6 +28,9 @@ struct kseen {
  * mounted at mnt with opts. */
 struct kview_in {
 	const char *imgdir, *mnt, *opts;
+	/* held (flock) from the loop devices' attaching to their detaching:
+	 * one state of a run in the kernel at a time (below) */
+	const char *lock;
 	unsigned ndisks;
 	uint32_t sector;
 	unsigned timeout_ms;
@@ -62,6 +65,14 @@ struct kern {
 	unsigned timeout_ms;
 	char imgdir[256];   /* where a state's images are written (tmpfs when there is one) */
 	char mnt[256];      /* where a state is mounted */
+	/* The run's kernel lock (a file in imgdir): the crash states of one run
+	 * share its fsid, and the kernel mounts one file system of an fsid at a
+	 * time well (two at once take its temp-fsid path, which failed them:
+	 * "failed to init sysfs fsid interface: -17", "dev_item UUID does not
+	 * match metadata fsid"), nor does btrfs check's device scan tell two
+	 * states apart.  Workers overlap only the rest: ref's views, btrsim
+	 * check, the images. */
+	char lock[300];
 	struct kseen *seen; /* open addressing, cap a power of two */
 	size_t nseen, seencap;
 	struct kworker w[KERN_MAX_WORKERS];

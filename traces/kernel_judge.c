@@ -56,15 +56,14 @@ int kern_init(struct kern *k, const struct ex *x, char *err, size_t errlen)
 		r = ktmpdir(NULL, "imgs", k->imgdir, sizeof(k->imgdir));
 	if (!r)
 		r = ktmpdir(NULL, "judge", k->mnt, sizeof(k->mnt));
+	if (!r) {
+		snprintf(k->lock, sizeof(k->lock), "%s/lock", k->imgdir);
+		kreg_file(k->lock);
+	}
 	/* states judged side by side, one worker a core (a kernel mount is
 	 * mostly the kernel's CPU time and a few waits) */
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	k->jobs = o->kernel_jobs ? o->kernel_jobs : n < 1 ? 1 : n > KERN_MAX_WORKERS ? KERN_MAX_WORKERS : (unsigned)n;
-	/* Crash states of one volume share its fsid: the kernel mounts one
-	 * multi-device file system of an fsid at a time (EEXIST), and btrfs
-	 * check's device scan would mix two states' devices.  One at a time. */
-	if (o->ndisks > 1)
-		k->jobs = 1;
 	if (r)
 		snprintf(err, errlen, "a temporary directory: %s", strerror(-r));
 	return r;
@@ -78,6 +77,7 @@ void kern_free(struct kern *k)
 	for (size_t i = 0; i < k->seencap; i++)
 		seen_free(&k->seen[i]);
 	free(k->seen);
+	kunlink(k->lock);
 	krmdir(k->mnt);
 	krmdir(k->imgdir);
 	memset(k, 0, sizeof(*k));
@@ -195,8 +195,10 @@ static void drop_images(unsigned ndisks, const char *dir)
 static struct kview_in view_in(const struct ex *x, const struct kern *k, sim_volume *v,
 			       const char *imgdir, const char *mnt)
 {
-	return (struct kview_in){ imgdir, mnt, k->opts, sim_volume_ndisks(v),
-				  sim_disk_sector_size(v, 0), k->timeout_ms, x->subv != NULL };
+	return (struct kview_in){ imgdir,	       mnt,
+				  k->opts,	       k->lock,
+				  sim_volume_ndisks(v), sim_disk_sector_size(v, 0),
+				  k->timeout_ms,       x->subv != NULL };
 }
 
 /* Keeps a fresh view in the cache (or frees it). */

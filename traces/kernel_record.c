@@ -17,6 +17,7 @@
 #include "traces/kernel_internal.h"
 #include "traces/run.h"
 #include "ref/format.h"
+#include "ref/ref.h"
 
 #include <errno.h>
 #include <endian.h>
@@ -185,22 +186,6 @@ static size_t log_len(struct kdisks *k, sim_volume *vol)
 	return n;
 }
 
-static const char *profile_name(uint64_t p)
-{
-	switch (p & BTRFS_BLOCK_GROUP_PROFILE_MASK) {
-	case 0: return "single";
-	case BTRFS_BLOCK_GROUP_DUP: return "dup";
-	case BTRFS_BLOCK_GROUP_RAID0: return "raid0";
-	case BTRFS_BLOCK_GROUP_RAID1: return "raid1";
-	case BTRFS_BLOCK_GROUP_RAID1C3: return "raid1c3";
-	case BTRFS_BLOCK_GROUP_RAID1C4: return "raid1c4";
-	case BTRFS_BLOCK_GROUP_RAID10: return "raid10";
-	case BTRFS_BLOCK_GROUP_RAID5: return "raid5";
-	case BTRFS_BLOCK_GROUP_RAID6: return "raid6";
-	default: return "single";
-	}
-}
-
 /* mkfs.btrfs on the served files; then a flush of each disk, as mkfs leaves
  * them.  The uuid is the seed's mixed with this process and the time: the
  * kernel's device registry takes two file systems with one fsid for one
@@ -221,8 +206,8 @@ static int run_mkfs(const struct ex *x, struct kdisks *k, char *err, size_t errl
 		 (uint32_t)(s >> 32), (unsigned)(s >> 16) & 0xffff, (unsigned)s & 0xfff,
 		 (unsigned)(s >> 40) & 0xfff, (s * 31) & UINT64_C(0xffffffffffff));
 	snprintf(nodesize, sizeof(nodesize), "%u", o->nodesize);
-	snprintf(dp, sizeof(dp), "%s", profile_name(o->data_profile));
-	snprintf(mp, sizeof(mp), "%s", profile_name(o->meta_profile));
+	ref_profile_lower(o->data_profile, dp);
+	ref_profile_lower(o->meta_profile, mp);
 	char *argv[16 + SIM_MAX_DISKS] = { "mkfs.btrfs", "-q", "-f", "-K", "-U", uuid, "-n",
 					   nodesize, "-d", dp, "-m", mp };
 	size_t n = 12;

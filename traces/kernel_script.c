@@ -14,6 +14,8 @@
 #include "traces/kernel.h"
 #include "traces/explore.h"
 #include "traces/workload.h"
+#include "traces/minimize.h"
+#include "ref/ref.h"
 
 #include <inttypes.h>
 #include <linux/btrfs_tree.h>
@@ -45,21 +47,6 @@ static void put_word(FILE *f, const char *s)
 			fputc(*p, f);
 	}
 	fputc('\'', f);
-}
-
-static const char *profile(uint64_t p)
-{
-	switch (p & BTRFS_BLOCK_GROUP_PROFILE_MASK) {
-	case BTRFS_BLOCK_GROUP_DUP: return "dup";
-	case BTRFS_BLOCK_GROUP_RAID0: return "raid0";
-	case BTRFS_BLOCK_GROUP_RAID1: return "raid1";
-	case BTRFS_BLOCK_GROUP_RAID1C3: return "raid1c3";
-	case BTRFS_BLOCK_GROUP_RAID1C4: return "raid1c4";
-	case BTRFS_BLOCK_GROUP_RAID10: return "raid10";
-	case BTRFS_BLOCK_GROUP_RAID5: return "raid5";
-	case BTRFS_BLOCK_GROUP_RAID6: return "raid6";
-	default: return "single";
-	}
 }
 
 /* renameat2 with flags: no shell command has it; python3 does, by ctypes. */
@@ -276,8 +263,9 @@ char *kernel_script(const struct wl_workload *w, const struct explore_opts *o,
 		fprintf(f, "truncate -s %" PRIu64 " \"$WORK/disk%u\"\n"
 			   "DEVS=\"$DEVS $(losetup -f --show -b 4096 \"$WORK/disk%u\")\"\n",
 			o->disk_size, d, d);
+	char dp[16], mp[16];
 	fprintf(f, "mkfs.btrfs -q -f -K -n %u -d %s -m %s $DEVS >/dev/null\n", (unsigned)o->nodesize,
-		profile(o->data_profile), profile(o->meta_profile));
+		ref_profile_lower(o->data_profile, dp), ref_profile_lower(o->meta_profile, mp));
 	fputs("FIRST=${DEVS# }; FIRST=${FIRST%% *}\n", f);
 	char opts[1100];
 	wl_mount_format(&w->mount, opts, sizeof(opts));
@@ -335,9 +323,7 @@ char *kernel_script(const struct wl_workload *w, const struct explore_opts *o,
 		res->violation_ops_done, w->n,
 		res->violation_ops_done == w->n ? " (in the final unmount)" : "",
 		res->violation_picks);
-	for (const char *c = res->violation; *c; c++) /* one comment, however many lines */
-		fputs(*c == '\n' ? "\n# " : (char[2]){ *c, 0 }, f);
-	fputc('\n', f);
+	minimize_comment(f, res->violation);
 	fputs("umount \"$MNT\"\n", f);
 	if (fclose(f)) {
 		free(text);

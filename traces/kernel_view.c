@@ -16,6 +16,9 @@
 #include "ref/ref.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,13 +72,8 @@ static int ref_check_images(const struct kview_in *in, char *why, size_t whylen)
 		snprintf(why, whylen, "btrsim does not open what the kernel left: %s", err);
 		r = 1;
 	} else {
-		char *report = NULL;
-		size_t rlen = 0;
-		FILE *out = open_memstream(&report, &rlen);
-		struct ref_check_opts co = { .out = out };
-		long errors = out ? ref_check(fs, &co) : -ENOMEM;
-		if (out)
-			fclose(out);
+		char *report;
+		long errors = explore_ref_check(fs, &report);
 		r = errors < 0 ? (int)errors : errors > 0;
 		if (r)
 			snprintf(why, whylen, "btrsim check of what the kernel left: %.600s",
@@ -156,6 +154,9 @@ void kview(const struct kview_in *in, struct kseen *view)
 	enum explore_verdict fail = EXPLORE_OK;
 	/* ref first: the kernel's mount changes the images */
 	char *mine = ref_view(in, myerr, sizeof(myerr));
+	int lock = open(in->lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	while (lock >= 0 && flock(lock, LOCK_EX) && errno == EINTR)
+		;
 	char devs[SIM_MAX_DISKS][32];
 	int holds[SIM_MAX_DISKS];
 	unsigned nloops = 0;
@@ -173,18 +174,26 @@ void kview(const struct kview_in *in, struct kseen *view)
 		view->text = kernel_tree(in, devs, &view->subv, &fail, &view->hangs, why,
 					 sizeof(why));
 	view->after = EXPLORE_OK;
+	int c = 0;
 	if (view->text) {
-		/* btrfs check of what the kernel left while btrsim checks it too */
+		/* btrfs check of what the kernel left */
 		struct kjob cj;
 		char *argv[] = { "btrfs", "check", "--readonly", devs[0], NULL };
-		int c = krun_start(argv, &cj);
-		bool same = mine && !strcmp(mine, view->text);
-		int rc = same ? ref_check_images(in, rwhy, sizeof(rwhy)) : 0;
+		c = krun_start(argv, &cj);
 		if (c)
 			snprintf(awhy, sizeof(awhy), "btrfs check did not start: %s", strerror(-c));
 		else
 			c = progs_check_wait(in, &cj, awhy, sizeof(awhy));
 		view->hangs += c == -ETIMEDOUT;
+	}
+	for (unsigned d = 0; d < nloops; d++)
+		kloop_detach(devs[d], holds[d]);
+	if (lock >= 0)
+		close(lock); /* the kernel's part is done */
+	if (view->text) {
+		/* btrsim check of what the kernel left, and ref against it */
+		bool same = mine && !strcmp(mine, view->text);
+		int rc = same && !c ? ref_check_images(in, rwhy, sizeof(rwhy)) : 0;
 		if (c) {
 			view->after = EXPLORE_CHECK;
 		} else if (!same) {
@@ -202,8 +211,6 @@ void kview(const struct kview_in *in, struct kseen *view)
 		}
 	}
 	free(mine);
-	for (unsigned d = 0; d < nloops; d++)
-		kloop_detach(devs[d], holds[d]);
 	view->fail = fail;
 	view->why = strdup(why);
 	view->after_why = strdup(awhy);

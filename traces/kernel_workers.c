@@ -70,8 +70,8 @@ static void serve(const struct kern *k, const struct kworker *w, int in, int out
 {
 	struct request rq;
 	while (get(in, &rq, sizeof(rq)) == 0) {
-		struct kview_in vi = { w->imgdir, w->mnt, k->opts, rq.ndisks, rq.sector,
-				       k->timeout_ms, rq.want_subvols };
+		struct kview_in vi = { w->imgdir,  w->mnt,   k->opts,	    k->lock,
+				       rq.ndisks, rq.sector, k->timeout_ms, rq.want_subvols };
 		struct kseen view = { 0 };
 		kview(&vi, &view);
 		const char *s[4] = { view.why, view.text, view.subv, view.after_why };
@@ -94,6 +94,7 @@ static void serve(const struct kern *k, const struct kworker *w, int in, int out
 	 * (SIGKILL: nothing of it runs to clean up).  Either way the images
 	 * and directories are no one's now: the worker's own, and the
 	 * parent's (only when empty: in use they stay). */
+	unlink(k->lock);
 	const char *dirs[] = { w->imgdir, w->mnt, k->imgdir, k->mnt };
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		for (unsigned d = 0; i % 2 == 0 && d < SIM_MAX_DISKS; d++) {

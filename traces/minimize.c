@@ -133,6 +133,13 @@ int minimize_workload(const struct wl_workload *w, const struct explore_opts *o,
 	return 0;
 }
 
+void minimize_comment(FILE *f, const char *text)
+{
+	for (const char *c = text; *c; c++) /* one comment, however many lines */
+		fputs(*c == '\n' ? "\n# " : (char[2]){ *c, 0 }, f);
+	fputc('\n', f);
+}
+
 char *minimize_reproducer(const struct wl_workload *w, const struct explore_opts *o,
 			  const struct explore_result *res)
 {
@@ -143,9 +150,7 @@ char *minimize_reproducer(const struct wl_workload *w, const struct explore_opts
 		return NULL;
 	fprintf(f, "# btrsim reproducer: %zu operation%s\n", w->n, w->n == 1 ? "" : "s");
 	fputs("# ", f);
-	for (const char *c = res->violation; *c; c++) /* one comment, however many lines */
-		fputs(*c == '\n' ? "\n# " : (char[2]){ *c, 0 }, f);
-	fputc('\n', f);
+	minimize_comment(f, res->violation);
 	fprintf(f, "# crash state: power lost before IO %zu; persisted volatile writes: %s\n",
 		res->violation_point, res->violation_picks);
 	fprintf(f, "# again: btrsim explore --seed %" PRIu64 " --nodesize %u --max-subset %u"

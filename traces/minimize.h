@@ -12,6 +12,8 @@
 
 #include "traces/explore.h"
 
+#include <stdio.h>
+
 /* At most this many explorations per minimization. */
 #define MINIMIZE_MAX_RUNS 400
 
@@ -25,6 +27,10 @@
 int minimize_workload(const struct wl_workload *w, const struct explore_opts *o,
 		      enum explore_verdict want, struct wl_workload *out, struct explore_result *res,
 		      char *err, size_t errlen);
+
+/* text as the rest of a "# " comment line: each newline in it starts a
+ * new comment line; ends the line. */
+void minimize_comment(FILE *f, const char *text);
 
 /* The reproducer: comments (the violation, the crash state, the command
  * that finds it again) then the ops, each "= ERRNO" as ref gave it.  A
