@@ -30,7 +30,7 @@ static const char usage_text[] =
 	"\n"
 	"  --disks N           disks (1; at most 64)\n"
 	"  --size SIZE         bytes per disk (512m)\n"
-	"  --disk-mode M       honest (default), no-flush, no-fua or tear (as for\n"
+	"  --disk-mode M       honest (default), no-flush, no-fua, tear or stall (as for\n"
 	"                      'explore --target kernel')\n"
 	"  --seed N            the volume's seed (1)\n"
 	"  -h, --help          show this help\n"
@@ -65,7 +65,7 @@ static int cmd_kernel_disks(int argc, char **argv)
 		case 'M':
 			if ((mode = kdisk_mode_parse(optarg)) < 0)
 				return cli_usage_error(&cli_cmd_kernel_disks,
-						       "--disk-mode takes honest, no-flush, no-fua or tear");
+						       "--disk-mode takes honest, no-flush, no-fua, tear or stall");
 			break;
 		case 's':
 			if (cli_parse_u64(optarg, &seed, 0))

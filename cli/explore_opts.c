@@ -86,8 +86,8 @@ int cli_explore_opt(struct cli_explore *ce, const struct cli_cmd *cmd, int c, co
 	case EXPLORE_OPT_DISK_MODE: {
 		int m = kdisk_mode_parse(arg);
 		if (m < 0)
-			return cli_usage_error(cmd, "--disk-mode takes honest, no-flush, no-fua or "
-						    "tear, not '%s'", arg);
+			return cli_usage_error(cmd, "--disk-mode takes honest, no-flush, no-fua, "
+						    "tear or stall, not '%s'", arg);
 		ce->o.disk_mode = m;
 		ce->kernel_only = "--disk-mode";
 		return 0;

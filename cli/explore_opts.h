@@ -23,7 +23,8 @@
 	"  --disk-mode M       kernel: how the FUSE disks behave: honest (default),\n" \
 	"                      no-flush (flushes do nothing), no-fua (the flush of\n" \
 	"                      a lone write is dropped), tear (writes tear at 512\n" \
-	"                      bytes under 4 KiB blocks)\n" \
+	"                      bytes under 4 KiB blocks), stall (the first flush\n" \
+	"                      never completes: a hang)\n" \
 	"  --timeout SECONDS   kernel: a mount, unmount, check or operation taking\n" \
 	"                      longer is a hang (30)\n" \
 	"  --jobs N            kernel: crash states judged side by side by N worker\n" \

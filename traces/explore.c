@@ -526,7 +526,7 @@ static void queued_state(struct ex *x, sim_volume *cursor, size_t point, const s
 		e->t = (struct kticket){ .ready = true, .verdict = EXPLORE_MOUNT, .why = strdup(why) };
 	} else {
 		memcpy(e->c, c, nc * sizeof(*c));
-		kernel_submit(x, v, point, state_damaged(x, p, c, nc), &e->t);
+		kernel_submit(x, v, state_damaged(x, p, c, nc), &e->t);
 		sim_volume_close(v);
 	}
 	q->n++;

@@ -39,9 +39,13 @@ enum kdisk_mode {
 	/* the sim disk's sector is 512 bytes under a loop device of 4096-byte
 	 * blocks: the kernel's 4 KiB writes can tear inside a block */
 	KDISK_TEAR,
+	/* the first flush never completes (nor anything after it) until the
+	 * connection is aborted: the kernel hangs on its disk, as on a device
+	 * that stopped answering (what a hang costs: recorded, released) */
+	KDISK_STALL,
 	KDISK_NMODES
 };
-/* "honest", "no-flush", "no-fua", "tear"; NULL when out of range. */
+/* "honest", "no-flush", "no-fua", "tear", "stall"; NULL when out of range. */
 const char *kdisk_mode_name(enum kdisk_mode m);
 /* -1 when the name is none of those. */
 int kdisk_mode_parse(const char *name);
@@ -61,6 +65,9 @@ int kdisks_start(sim_volume *vol, const char *mountpoint, enum kdisk_mode mode,
 const char *kdisks_path(const struct kdisks *k, unsigned disk);
 void kdisks_lock(struct kdisks *k);
 void kdisks_unlock(struct kdisks *k);
+/* Aborts the FUSE connection: every request to the disks fails from now
+ * on, so that what waits on them in the kernel (a hang) lets go. */
+void kdisks_abort(struct kdisks *k);
 /* Changes how the disks behave from the next request on. */
 void kdisks_set_mode(struct kdisks *k, enum kdisk_mode mode);
 /* Requests the FUSE server failed (a sim error): each is an EIO the kernel
@@ -118,6 +125,10 @@ int kmount_start(const char *const *devs, unsigned ndevs, const char *dir, const
 int kmount_wait(struct kjob *j, const char *dir, unsigned timeout_ms, char *err, size_t errlen);
 /* Unmounts dir (a lazy unmount after timeout_ms); 0 or -errno. */
 int kumount(const char *dir, unsigned timeout_ms, char *err, size_t errlen);
+/* The same in this process, no timeout (a worker's parent times it). */
+int kmount_here(const char *const *devs, unsigned ndevs, const char *dir, const char *opts,
+		char *err, size_t errlen);
+int kumount_here(const char *dir, char *err, size_t errlen);
 
 /* Runs a program (argv[0] looked up in PATH), its stdout and stderr
  * together in out (the first outlen - 1 bytes): its exit status (128 + the

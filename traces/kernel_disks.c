@@ -40,6 +40,8 @@ struct kdisks {
 	pthread_t thread;
 	bool running;
 	pthread_mutex_t lock;
+	pthread_cond_t wake; /* KDISK_STALL: a stalled flush waits for the abort */
+	bool aborted;
 	uint64_t errors;
 	/* KDISK_NOFUA: writes since each disk's last flush */
 	uint64_t since_flush[SIM_MAX_DISKS];
@@ -48,7 +50,8 @@ struct kdisks {
 	char abort_path[96]; /* the connection's abort file in the fuse control fs */
 };
 
-static const char *const mode_names[KDISK_NMODES] = { "honest", "no-flush", "no-fua", "tear" };
+static const char *const mode_names[KDISK_NMODES] = { "honest", "no-flush", "no-fua", "tear",
+						       "stall" };
 
 const char *kdisk_mode_name(enum kdisk_mode m)
 {
@@ -265,7 +268,11 @@ static int flush_disk(struct kdisks *k, unsigned d)
 	pthread_mutex_lock(&k->lock);
 	int r = 0;
 	bool lone = k->since_flush[d] == 1;
-	if (k->mode == KDISK_NOFLUSH || (k->mode == KDISK_NOFUA && lone)) {
+	if (k->mode == KDISK_STALL) {
+		while (!k->aborted)
+			pthread_cond_wait(&k->wake, &k->lock);
+		r = -EIO;
+	} else if (k->mode == KDISK_NOFLUSH || (k->mode == KDISK_NOFUA && lone)) {
 		/* acknowledged, nothing made durable */
 	} else if ((r = sim_flush(k->vol, d))) {
 		r = failed(k, r);
@@ -389,6 +396,7 @@ int kdisks_start(sim_volume *vol, const char *mountpoint, enum kdisk_mode mode,
 	for (unsigned d = 0; d < k->ndisks; d++)
 		snprintf(k->path[d], sizeof(k->path[d]), "%s/disk%u", mountpoint, d);
 	pthread_mutex_init(&k->lock, NULL);
+	pthread_cond_init(&k->wake, NULL);
 	char *argv[] = { "btrsim-disks", "-o", "allow_other", NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
 	k->fuse = fuse_new(&args, &kdisk_ops, sizeof(kdisk_ops), k);
@@ -447,6 +455,19 @@ void kdisks_unlock(struct kdisks *k)
 	pthread_mutex_unlock(&k->lock);
 }
 
+void kdisks_abort(struct kdisks *k)
+{
+	pthread_mutex_lock(&k->lock);
+	k->aborted = true;
+	pthread_cond_broadcast(&k->wake);
+	pthread_mutex_unlock(&k->lock);
+	FILE *f = k->abort_path[0] ? fopen(k->abort_path, "w") : NULL;
+	if (f) {
+		fputs("1\n", f);
+		fclose(f);
+	}
+}
+
 void kdisks_set_mode(struct kdisks *k, enum kdisk_mode mode)
 {
 	pthread_mutex_lock(&k->lock);
@@ -464,7 +485,12 @@ void kdisks_stop(struct kdisks *k)
 	if (!k)
 		return;
 	if (k->running) {
-		/* The unmount ends the connection: fuse_loop returns. */
+		/* A stalled request lets go; the unmount ends the connection:
+		 * fuse_loop returns. */
+		pthread_mutex_lock(&k->lock);
+		k->aborted = true;
+		pthread_cond_broadcast(&k->wake);
+		pthread_mutex_unlock(&k->lock);
 		fuse_exit(k->fuse);
 		fuse_unmount(k->fuse);
 		pthread_join(k->thread, NULL);
@@ -473,5 +499,6 @@ void kdisks_stop(struct kdisks *k)
 	kunreg_fuse(k->abort_path[0] ? k->abort_path : NULL);
 	fuse_destroy(k->fuse);
 	pthread_mutex_destroy(&k->lock);
+	pthread_cond_destroy(&k->wake);
 	free(k);
 }

@@ -35,6 +35,9 @@ struct kview_in {
 	uint32_t sector;
 	unsigned timeout_ms;
 	bool want_subvols; /* the subvolume lines too */
+	/* mount and unmount in this process, not in a child with the timeout:
+	 * a worker, whose parent times the whole view out instead */
+	bool direct;
 };
 /* Fills view (all but its hash) from the images (kernel_view.c). */
 void kview(const struct kview_in *in, struct kseen *view);
@@ -103,14 +106,17 @@ int kworkers_free(const struct kern *k);
  * (the worker is gone: respawned for the next state). */
 int kworker_ask(struct kern *k, int i, const struct kview_in *in, char *err, size_t errlen);
 int kworker_answer(struct kern *k, int i, struct kseen *view, char *err, size_t errlen);
+/* How long a worker may take over one state before it counts as a hang:
+ * its mount, walk, unmount and checks, each within the timeout. */
+#define KWORKER_TIMEOUT_MS(timeout_ms) (4 * (timeout_ms) + 10000)
 
 /* The queued judging of explore.c: kernel_submit takes the crashed volume v
  * (the caller closes it after): a ticket judged at once (cached disks) or
  * handed to a free worker (kworkers_free must have one); kernel_complete
  * waits for its answer and gives the verdict at crash point `point` (why
- * filled).  kernel_parallel: whether states go to workers at all. */
+ * filled), which only then matters.  kernel_parallel: whether states go to workers at all. */
 bool kernel_parallel(struct ex *x);
-void kernel_submit(struct ex *x, sim_volume *v, size_t point, bool damaged, struct kticket *t);
+void kernel_submit(struct ex *x, sim_volume *v, bool damaged, struct kticket *t);
 enum explore_verdict kernel_complete(struct ex *x, struct kticket *t, size_t point, char *why,
 				     size_t whylen);
 

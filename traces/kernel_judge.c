@@ -198,7 +198,8 @@ static struct kview_in view_in(const struct ex *x, const struct kern *k, sim_vol
 	return (struct kview_in){ imgdir,	       mnt,
 				  k->opts,	       k->lock,
 				  sim_volume_ndisks(v), sim_disk_sector_size(v, 0),
-				  k->timeout_ms,       x->subv != NULL };
+				  k->timeout_ms,       x->subv != NULL,
+				  false };
 }
 
 /* Keeps a fresh view in the cache (or frees it). */
@@ -254,9 +255,8 @@ bool kernel_parallel(struct ex *x)
 	return true;
 }
 
-void kernel_submit(struct ex *x, sim_volume *v, size_t point, bool damaged, struct kticket *t)
+void kernel_submit(struct ex *x, sim_volume *v, bool damaged, struct kticket *t)
 {
-	(void)point;
 	struct kern *k = x->kern;
 	char why[512];
 	*t = (struct kticket){ .hash = disks_hash(v), .damaged = damaged, .worker = -1 };
@@ -310,7 +310,8 @@ enum explore_verdict kernel_complete(struct ex *x, struct kticket *t, size_t poi
 	drop_images(x->o->ndisks, k->w[t->worker].imgdir);
 	if (r) {
 		snprintf(why, whylen, "%s", err);
-		return EXPLORE_READ;
+		x->res->hangs += r == -ETIMEDOUT;
+		return r == -ETIMEDOUT ? EXPLORE_MOUNT : EXPLORE_READ;
 	}
 	enum explore_verdict verdict = verdict_of(x, &fresh, point, t->damaged, why, whylen);
 	if (cached(k, fresh.hash)) { /* the same disks judged meanwhile */

@@ -29,8 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -225,22 +223,6 @@ static int run_mkfs(const struct ex *x, struct kdisks *k, char *err, size_t errl
 	return 0;
 }
 
-/* Where a hang leaves the kernel: the FUSE connection aborted, so that every
- * request to the disks fails and what waits on them lets go. */
-static void abort_fuse(const char *dir)
-{
-	struct stat st;
-	if (stat(dir, &st))
-		return;
-	char path[96];
-	snprintf(path, sizeof(path), "/sys/fs/fuse/connections/%u/abort", minor(st.st_dev));
-	FILE *f = fopen(path, "w");
-	if (f) {
-		fputs("1\n", f);
-		fclose(f);
-	}
-}
-
 int kernel_record(struct ex *x, sim_volume **volp, sim_volume **basep, size_t *mkfs_ios,
 		  char *err, size_t errlen)
 {
@@ -274,15 +256,14 @@ int kernel_record(struct ex *x, sim_volume **volp, sim_volume **basep, size_t *m
 	unsigned nloops = 0;
 	bool mounted = false, hung = false;
 	struct model *m = NULL;
-	/* mkfs on honest disks: a disk that misbehaves does so under the
-	 * kernel's file system, from its mount on */
+	/* mkfs and the mount on honest disks: a disk that misbehaves does so
+	 * under the workload */
 	enum kdisk_mode mode = (enum kdisk_mode)o->disk_mode;
 	if ((r = kdisks_start(vol, disks, mode == KDISK_TEAR ? KDISK_TEAR : KDISK_HONEST, &k, err,
 			      errlen)))
 		goto out;
 	if ((r = run_mkfs(x, k, err, errlen)))
 		goto out;
-	kdisks_set_mode(k, mode);
 	kdisks_lock(k);
 	const struct sim_io *log = sim_volume_log(vol, mkfs_ios);
 	struct supers sup = { 0 };
@@ -306,6 +287,9 @@ int kernel_record(struct ex *x, sim_volume **volp, sim_volume **basep, size_t *m
 		goto out;
 	}
 	mounted = true;
+	/* (attaching a loop device fsyncs its file: a stalling disk stalls
+	 * from here, under the workload) */
+	kdisks_set_mode(k, mode);
 	if ((r = explore_rec_begin(x, &m, err, errlen)))
 		goto out;
 	struct child c = { -1, -1, -1 };
@@ -361,7 +345,7 @@ int kernel_record(struct ex *x, sim_volume **volp, sim_volume **basep, size_t *m
 out:
 	model_free(m);
 	if (hung && k)
-		abort_fuse(disks);
+		kdisks_abort(k);
 	if (mounted) {
 		char uerr[256];
 		kumount(mnt, o->timeout_ms, uerr, sizeof(uerr));

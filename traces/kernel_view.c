@@ -109,7 +109,8 @@ static char *kernel_tree(const struct kview_in *in, char (*devs)[32], char **sub
 	for (unsigned d = 0; d < in->ndisks; d++)
 		dv[d] = devs[d];
 	char err[1024];
-	int r = kmount(dv, in->ndisks, in->mnt, in->opts, in->timeout_ms, err, sizeof(err));
+	int r = in->direct ? kmount_here(dv, in->ndisks, in->mnt, in->opts, err, sizeof(err))
+			   : kmount(dv, in->ndisks, in->mnt, in->opts, in->timeout_ms, err, sizeof(err));
 	if (r) {
 		*hangs += r == -ETIMEDOUT;
 		snprintf(why, whylen, "the kernel does not mount it: %s", err);
@@ -133,7 +134,8 @@ static char *kernel_tree(const struct kview_in *in, char (*devs)[32], char **sub
 			fclose(f);
 	}
 	mf_free(&m);
-	r = kumount(in->mnt, in->timeout_ms, err, sizeof(err));
+	r = in->direct ? kumount_here(in->mnt, err, sizeof(err))
+		       : kumount(in->mnt, in->timeout_ms, err, sizeof(err));
 	if (r && *fail == EXPLORE_OK) {
 		*hangs += r == -ETIMEDOUT;
 		snprintf(why, whylen, "the kernel's unmount failed: %s", err);

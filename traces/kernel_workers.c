@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,7 +72,8 @@ static void serve(const struct kern *k, const struct kworker *w, int in, int out
 	struct request rq;
 	while (get(in, &rq, sizeof(rq)) == 0) {
 		struct kview_in vi = { w->imgdir,  w->mnt,   k->opts,	    k->lock,
-				       rq.ndisks, rq.sector, k->timeout_ms, rq.want_subvols };
+				       rq.ndisks, rq.sector, k->timeout_ms, rq.want_subvols,
+				       true };
 		struct kseen view = { 0 };
 		kview(&vi, &view);
 		const char *s[4] = { view.why, view.text, view.subv, view.after_why };
@@ -213,8 +215,7 @@ static void respawn(struct kern *k, int i)
 	close(w->to);
 	close(w->from);
 	kill(w->pid, SIGKILL);
-	while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
-		;
+	waitpid(w->pid, NULL, WNOHANG); /* one stuck in the kernel is not waited for */
 	kunreg_worker(w->pid);
 	char err[256];
 	if (spawn(k, i, err, sizeof(err)))
@@ -226,6 +227,18 @@ int kworker_answer(struct kern *k, int i, struct kseen *view, char *err, size_t 
 	struct kworker *w = &k->w[i];
 	struct answer_head h;
 	char **s[4] = { &view->why, &view->text, &view->subv, &view->after_why };
+	/* A worker stuck in the kernel (a mount that never returns) is a hang:
+	 * given up on, killed (it may stay, stuck) and replaced. */
+	struct pollfd pf = { w->from, POLLIN, 0 };
+	int n;
+	while ((n = poll(&pf, 1, (int)KWORKER_TIMEOUT_MS(k->timeout_ms))) < 0 && errno == EINTR)
+		;
+	if (n == 0) {
+		snprintf(err, errlen, "the kernel did not finish with the state within %u s (a hang)",
+			 KWORKER_TIMEOUT_MS(k->timeout_ms) / 1000);
+		respawn(k, i);
+		return -ETIMEDOUT;
+	}
 	int r = get(w->from, &h, sizeof(h));
 	for (int j = 0; j < 4 && !r; j++) {
 		if (h.len[j] == UINT32_MAX)

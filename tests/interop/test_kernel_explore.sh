@@ -101,9 +101,17 @@ out_has ', [1-9][0-9]* violations?'
 released
 done_check
 
+# A disk that stops answering: the first fsync hangs in the kernel; after
+# --timeout the run says so, aborts the FUSE connection (what waits lets go)
+# and releases everything.
+run kernel-stall 1 "$BTRSIM" explore --target kernel --disk-mode stall --timeout 3 "$T/w1.wl"
+err_has 'did not return in time \(a hang in the kernel\)'
+released
+done_check
+
 # Bad arguments: refused before anything is set up.
 run kernel-bad-mode 2 "$BTRSIM" explore --target kernel --disk-mode sometimes "$T/w1.wl"
-err_has "--disk-mode takes honest, no-flush, no-fua or tear"
+err_has "--disk-mode takes honest, no-flush, no-fua, tear or stall"
 done_check
 run kernel-bad-target 2 "$BTRSIM" explore --target qemu "$T/w1.wl"
 err_has "--target takes ref or kernel"
