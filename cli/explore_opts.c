@@ -148,9 +148,9 @@ int cli_explore_load(struct cli_explore *ce, char *err, size_t errlen)
 		ce->o.max_subset = 6;
 	if (ce->o.target == EXPLORE_KERNEL && !ce->samples_set)
 		ce->o.samples = 24;
-	if (ce->o.target == EXPLORE_KERNEL && (ce->faults_path || ce->o.lose_disk)) {
-		snprintf(err, errlen, "--%s acts on ref; the kernel target's disks misbehave with "
-				      "--disk-mode", ce->faults_path ? "faults" : "lose-disk");
+	if (ce->o.target == EXPLORE_KERNEL && ce->o.lose_disk) {
+		snprintf(err, errlen, "--lose-disk judges with ref's degraded mounts: not with "
+				      "--target kernel");
 		return -1;
 	}
 	if (!ce->faults_path)

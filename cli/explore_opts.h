@@ -51,6 +51,7 @@
 	"                      counted), never wrong; not with --db\n" \
 	"  --faults PLAN       arm the fault plan PLAN while the workload runs\n" \
 	"                      (faults/README.md); its sim lines damage the disks\n" \
+	"                      (with --target kernel: the disks the kernel writes)\n" \
 	"  --compress[=ALG[:LEVEL]], --compress-force[=ALG[:LEVEL]]\n" \
 	"                      mount with the kernel's compress= / compress-force=\n" \
 	"                      (zlib, lzo, zstd; in place of a workload's\n" \

@@ -784,10 +784,7 @@ int explore_run(const struct wl_workload *w, const struct explore_opts *o,
 	struct kern kern;
 	int r;
 	if (o->target == EXPLORE_KERNEL) {
-		if (o->faults)
-			r = fail(err, errlen, EINVAL, "%s",
-				 "fault plans act on ref; the kernel target takes --disk-mode");
-		else if (!(r = kern_init(&kern, &x, err, errlen)))
+		if (!(r = kern_init(&kern, &x, err, errlen)))
 			x.kern = &kern;
 		if (!r)
 			r = kernel_record(&x, &vol, &base, &mkfs_ios, err, errlen);

@@ -117,6 +117,9 @@ enum explore_verdict explore_legal(const struct ex *x, size_t point, const char 
 /* ref's view of a file system's top subvolume in model_describe's form
  * (NULL with why set when it does not read). */
 char *explore_describe_ref(ref_fs *fs, char *why, size_t whylen);
+/* Whether a mount, check or read failure's text shows damage that checksums
+ * or the device caught (csum, checksum, EIO, no valid superblock). */
+bool explore_detected(const char *text);
 /* btrsim check of fs: its error count (or -errno), the report in *report
  * (malloc'd, or NULL when out of memory). */
 long explore_ref_check(ref_fs *fs, char **report);

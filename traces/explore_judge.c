@@ -206,12 +206,13 @@ static void error_lines(const char *report, char *out, size_t len)
 		snprintf(out, len, "%.400s", report ? report : "could not run");
 }
 
-/* Does the check report (or a read or mount error) show damage that
+/* Does the check report (or a read or mount error, the kernel's words
+ * included) show damage that
  * checksums caught?  A root tree that does not read (a checksum mismatch, or
  * EIO) fails the mount as in the kernel without usebackuproot, and a disk
  * whose every superblock copy the damage hit ("no valid btrfs superblock":
  * bad checksum or magic) is refused: both are detection too. */
-static bool detected(const char *text)
+bool explore_detected(const char *text)
 {
 	return text && (strstr(text, "csum") || strstr(text, "checksum") || strstr(text, "EIO") ||
 			strstr(text, "Input/output error") ||
@@ -335,7 +336,7 @@ enum explore_verdict explore_legal(const struct ex *x, size_t point, const char 
 		verdict = EXPLORE_READ;
 	} else if (!ok && sverr[0]) {
 		snprintf(why, whylen, "reading the recovered subvolumes: %s", sverr);
-		verdict = damaged && detected(sverr) ? EXPLORE_DETECTED : EXPLORE_READ;
+		verdict = damaged && explore_detected(sverr) ? EXPLORE_DETECTED : EXPLORE_READ;
 	} else if (!ok && tj != SIZE_MAX) {
 		char d[1200];
 		explore_first_diff(x->subv[tj], subv, d, sizeof(d));
@@ -374,14 +375,14 @@ enum explore_verdict explore_judge(const struct ex *x, sim_volume *v, size_t poi
 	struct ref_open_opts oo = { .super_mirror = 0 };
 	if (ref_open(v, &oo, &fs, err, sizeof(err))) {
 		snprintf(why, whylen, "the file system does not mount: %s", err);
-		return damaged && detected(err) ? EXPLORE_DETECTED : EXPLORE_MOUNT;
+		return damaged && explore_detected(err) ? EXPLORE_DETECTED : EXPLORE_MOUNT;
 	}
 	char *report = NULL;
 	long errors = explore_ref_check(fs, &report);
 	enum explore_verdict verdict = EXPLORE_OK;
 	if (errors != 0) {
 		error_lines(report, why, whylen);
-		verdict = damaged && detected(report) ? EXPLORE_DETECTED : EXPLORE_CHECK;
+		verdict = damaged && explore_detected(report) ? EXPLORE_DETECTED : EXPLORE_CHECK;
 	} else if (quota_stale(fs)) {
 		snprintf(why, whylen, "quota groups are marked inconsistent: ref's accounting lost "
 				      "track of them (a number would have gone below zero)");
@@ -390,7 +391,7 @@ enum explore_verdict explore_judge(const struct ex *x, sim_volume *v, size_t poi
 		char *text = explore_describe_ref(fs, err, sizeof(err));
 		if (!text) {
 			snprintf(why, whylen, "reading the recovered tree: %s", err);
-			verdict = damaged && detected(err) ? EXPLORE_DETECTED : EXPLORE_READ;
+			verdict = damaged && explore_detected(err) ? EXPLORE_DETECTED : EXPLORE_READ;
 		} else {
 			verdict = explore_legal(x, point, text, ref_subvols, fs, damaged, why, whylen);
 		}

@@ -154,16 +154,22 @@ static enum explore_verdict verdict_of(const struct ex *x, const struct kseen *s
 				       bool damaged, char *why, size_t whylen)
 {
 	enum explore_verdict verdict = s->fail;
+	/* damage injected into this state's disks, and caught: detected */
+	damaged = damaged && x->sim_faults;
 	if (!s->why || !s->after_why) {
 		snprintf(why, whylen, "out of memory");
 		verdict = EXPLORE_READ;
 	} else if (verdict != EXPLORE_OK) {
 		snprintf(why, whylen, "%s", s->why);
+		if (damaged && explore_detected(s->why))
+			verdict = EXPLORE_DETECTED;
 	} else if ((verdict = explore_legal(x, point, s->text, subvols_of,
 					    s->subv ? s->subv : "", damaged, why, whylen)) ==
 		   EXPLORE_OK) {
 		verdict = s->after;
 		snprintf(why, whylen, "%s", s->after_why);
+		if (verdict == EXPLORE_CHECK && damaged && explore_detected(s->after_why))
+			verdict = EXPLORE_DETECTED;
 	}
 	return verdict;
 }

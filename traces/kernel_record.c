@@ -16,6 +16,7 @@
  */
 #include "traces/kernel_internal.h"
 #include "traces/run.h"
+#include "faults/plan.h"
 #include "ref/format.h"
 #include "ref/ref.h"
 
@@ -290,6 +291,20 @@ int kernel_record(struct ex *x, sim_volume **volp, sim_volume **basep, size_t *m
 	/* (attaching a loop device fsyncs its file: a stalling disk stalls
 	 * from here, under the workload) */
 	kdisks_set_mode(k, mode);
+	/* A fault plan armed as for ref, after the mount: its sim lines act on
+	 * the disks the kernel writes (under the FUSE server's lock), its
+	 * points in sim fire in the server's requests; ref's points are never
+	 * reached. */
+	if (o->faults) {
+		x->sim_faults = fault_plan_nsims(o->faults) > 0;
+		kdisks_lock(k);
+		r = fault_plan_arm(o->faults, o->seed, vol, err, errlen);
+		kdisks_unlock(k);
+		if (r) {
+			r = -EINVAL;
+			goto out;
+		}
+	}
 	if ((r = explore_rec_begin(x, &m, err, errlen)))
 		goto out;
 	struct child c = { -1, -1, -1 };
@@ -334,7 +349,8 @@ int kernel_record(struct ex *x, sim_volume **volp, sim_volume **basep, size_t *m
 		size_t after = log_len(k, vol);
 		int e = explore_rec_end(x, m, before, after, u == 0, err, errlen);
 		m = NULL;
-		if (!r && u) {
+		/* with faults armed a failed unmount is an outcome to judge */
+		if (!r && u && (u == -ETIMEDOUT || !o->faults)) {
 			hung = u == -ETIMEDOUT;
 			snprintf(err, errlen, "unmounting the kernel's file system: %s", uerr);
 			r = u;
@@ -353,7 +369,7 @@ out:
 	for (unsigned d = 0; d < nloops; d++)
 		kloop_detach(devs[d], holds[d]);
 	if (k) {
-		if (!r && kdisks_errors(k)) {
+		if (!r && kdisks_errors(k) && !o->faults) {
 			snprintf(err, errlen, "%" PRIu64 " requests to the FUSE disks failed",
 				 kdisks_errors(k));
 			r = -EIO;
