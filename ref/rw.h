@@ -173,6 +173,7 @@ struct rw_state {
 	struct rset pinned; /* freed in this transaction: reusable once it is durable */
 	bool fst_converted; /* this mount built the free-space tree (fst_convert.c) */
 	uint64_t orphans_cleaned; /* orphan items this mount removed (orphan.c) */
+	uint64_t relocs_dropped;  /* relocation trees this mount dropped (reloc_recover.c) */
 	bool orphans_done;        /* orphan.c ran (at the first change of the mount) */
 	uint32_t umask;     /* applied to new inodes' modes (ref_umask) */
 	struct rw_pending_chunk *pending;
@@ -370,6 +371,9 @@ int share_cow(ref_fs *fs, struct rw_tree *t, struct ref_block *b, struct ref_blo
 int cleaner_pending(ref_fs *fs);
 /* Frees one more part of the first deleted subvolume (all of it when small). */
 int cleaner_step(ref_fs *fs);
+/* Frees the whole relocation tree (TREE_RELOC) of subvolume `subvol` that an
+ * interrupted balance left, with its root item (none: nothing to do). */
+int cleaner_drop_reloc(ref_fs *fs, uint64_t subvol);
 
 /* reloc.c: empties block group `start` (balance, device remove): its data
  * and tree blocks moved to other groups (committed), then the group removed

@@ -44,9 +44,10 @@ static int add_parent(struct check_state *st, struct check_block *b, uint64_t pa
 
 static bool holds_files(uint64_t tree)
 {
-	/* the root tree: the v1 space cache's free-space inodes */
+	/* the root tree: the v1 space cache's free-space inodes; a relocation
+	 * tree: a subvolume's copy whose file extents point to moved data */
 	return tree == BTRFS_ROOT_TREE_OBJECTID || tree == BTRFS_FS_TREE_OBJECTID ||
-	       tree == BTRFS_DATA_RELOC_TREE_OBJECTID ||
+	       tree == BTRFS_DATA_RELOC_TREE_OBJECTID || tree == BTRFS_TREE_RELOC_OBJECTID ||
 	       (tree >= BTRFS_FIRST_FREE_OBJECTID && tree <= BTRFS_LAST_FREE_OBJECTID);
 }
 
@@ -162,7 +163,10 @@ static int walk(struct check *ck, uint64_t tree, uint64_t bytenr, uint64_t gen, 
 	*b = (struct check_block){ bytenr, LE64(h->owner), LE64(h->generation), h->level, 0 };
 	*idx = ++st->nblocks;
 	int r = add_parent(st, b, parent, tree);
-	if (!parent && b->owner != tree && tree != BTRFS_TREE_LOG_OBJECTID)
+	/* A relocation tree's root is its own block or, once merging swapped
+	 * it, one the subvolume's tree owned. */
+	if (!parent && b->owner != tree && tree != BTRFS_TREE_LOG_OBJECTID &&
+	    !(ck->reloc_of && b->owner == ck->reloc_of))
 		check_error(ck, "tree %llu: root block %llu has owner %llu",
 			    (unsigned long long)tree, (unsigned long long)bytenr,
 			    (unsigned long long)b->owner);
@@ -226,7 +230,10 @@ static int walk_all(struct check *ck)
 				roots[n++] = (struct tree_root){
 					{ k.objectid, LE64(ri->bytenr), LE64(ri->generation), ri->level },
 					k, -1, { 0, 0, 0 } };
-				if (ri->drop_progress.objectid) {
+				/* (a relocation tree still linked records how far the
+				 * merge got there, merge_reloc_root: not a drop) */
+				bool merging = k.objectid == BTRFS_TREE_RELOC_OBJECTID && LE32(ri->refs);
+				if (ri->drop_progress.objectid && !merging) {
 					roots[n - 1].drop_level = ri->drop_level;
 					roots[n - 1].drop_key = (struct ref_key){
 						LE64(ri->drop_progress.objectid), ri->drop_progress.type,
@@ -252,9 +259,12 @@ static int walk_all(struct check *ck)
 		const struct ref_root *rt = &roots[i].root;
 		ck->drop_level = roots[i].drop_level;
 		ck->drop_key = roots[i].drop_key;
+		ck->reloc_of = rt->id == BTRFS_TREE_RELOC_OBJECTID ? roots[i].key.offset : 0;
 		r = walk(ck, rt->id, rt->bytenr, rt->gen, rt->level, 0, NULL, NULL);
 		ck->drop_level = -1;
-		if (!r && holds_files(rt->id)) {
+		ck->reloc_of = 0;
+		/* (a relocation tree's files are its subvolume's, checked there) */
+		if (!r && holds_files(rt->id) && rt->id != BTRFS_TREE_RELOC_OBJECTID) {
 			if (GROW(st->subvols, st->nsubvols, st->subvols_cap))
 				r = -ENOMEM;
 			else
@@ -281,7 +291,7 @@ long ref_check(ref_fs *fs, const struct ref_check_opts *opts)
 {
 	struct check_state st = { 0 };
 	struct check ck = { fs, opts && opts->out ? opts->out : stdout, 0, opts && opts->verbose,
-			    &st, -1, { 0, 0, 0 } };
+			    &st, -1, { 0, 0, 0 }, 0 };
 	fprintf(ck.out, "[1/7] checking tree structure\n");
 	/* Leaves with items the tree-checker rejects are read and reported
 	 * (walk), not refused. */

@@ -65,6 +65,9 @@ struct check {
 	 * level, children before this key are freed already (-1: none). */
 	int drop_level;
 	struct ref_key drop_key;
+	/* The tree being walked is the relocation tree (TREE_RELOC) of this
+	 * subvolume, left by an interrupted balance (0: it is not). */
+	uint64_t reloc_of;
 };
 
 void check_error(struct check *ck, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -287,6 +287,13 @@ static void expect_tree_blocks(struct ectx *e)
 				    (unsigned long long)b->bytenr, b->level, rec->level);
 		for (uint32_t p = b->parents; p; p = st->parents[p - 1].next) {
 			const struct check_parent *par = &st->parents[p - 1];
+			if (!par->parent && par->tree == BTRFS_TREE_RELOC_OBJECTID) {
+				/* the kernel's alloc_tree_block: a relocation tree's
+				 * root has a full backref with itself as the parent */
+				expect(e, rec, BTRFS_SHARED_BLOCK_REF_KEY, b->bytenr, 0, 0,
+				       "relocation tree root");
+				continue;
+			}
 			if (!par->parent) {
 				expect(e, rec, BTRFS_TREE_BLOCK_REF_KEY, par->tree, 0, 0, "tree root");
 				continue;

@@ -29,6 +29,7 @@
 struct drop {
 	uint64_t root;    /* the dead tree */
 	uint64_t created; /* its ROOT_ITEM offset: blocks this old cannot be its own */
+	bool reloc;       /* a relocation tree: no quota group accounts for it */
 };
 
 static int convert_owned(ref_fs *fs, const struct drop *dr, uint64_t bytenr, uint64_t gen,
@@ -95,7 +96,7 @@ static int drop_block(ref_fs *fs, const struct drop *dr, uint64_t bytenr, uint64
 		/* Everything below stops being the dead tree's without a
 		 * reference changing: quota groups are told (the kernel's
 		 * btrfs_qgroup_trace_subtree). */
-		if (!r)
+		if (!r && !dr->reloc)
 			r = qg_trace_subtree(fs, b);
 		if (!r)
 			r = dref_tree(fs, bytenr, level, dr->root, parent, -1, false);
@@ -220,6 +221,66 @@ static int save_progress(ref_fs *fs, struct rw_tree *rt, const struct ref_key *k
 	return r;
 }
 
+/*
+ * One step of dropping the dead tree whose root item is at `key` in the root
+ * tree (ri: its contents): 1 when the tree is gone, its root item deleted
+ * with it; 0 when progress was saved for the next step.
+ */
+static int drop_step(ref_fs *fs, struct rw_tree *rt, const struct drop *dr, const struct ref_key *key,
+		     struct btrfs_root_item *ri)
+{
+	uint64_t id = dr->root;
+	struct ref_root root = { id, LE64(ri->bytenr), LE64(ri->generation), ri->level };
+	struct drop_path dp;
+	int r = drop_path_find(fs, &root, ri, &dp);
+	if (r)
+		return r;
+	/* The step: at the node holding the next child, one child when that
+	 * node is the root (ref's own steps); the rest of it when the kernel
+	 * left the progress lower down. */
+	int l = dp.level;
+	struct ref_block *at = dp.b[l];
+	uint32_t n = blk_nritems(at->data), end = l == root.level ? dp.slot[l] + 1 : n;
+	if (l < root.level && dp.shared[l]) {
+		/* A node another tree holds too: the kernel never stops inside
+		 * one, but were it so, it lets the node go whole (walk_up_proc). */
+		r = drop_block(fs, dr, at->bytenr, dp.gen[l], (uint8_t)l,
+			       dp.full[l + 1] ? dp.b[l + 1]->bytenr : 0, 1);
+		end = dp.slot[++l] + 1;
+	} else {
+		for (uint32_t i = dp.slot[l]; l && i < end && i < n && !r; i++) {
+			uint64_t gen, child = node_ptr(at->data, (int)i, &gen);
+			r = drop_block(fs, dr, child, gen, (uint8_t)(l - 1),
+				       dp.full[l] ? at->bytenr : 0, 1);
+		}
+		if (!l && !r)
+			r = share_children(fs, at, dp.full[0], -1);
+	}
+	/* Up from there: the first node with a child left records the progress;
+	 * a node with none left is freed; the root last, with its root item. */
+	int gone = 0;
+	for (uint32_t next = end; !r; next = dp.slot[++l] + 1) {
+		struct ref_block *b = dp.b[l];
+		if (l && next < blk_nritems(b->data)) {
+			struct ref_key nk;
+			blk_key(b->data, (int)next, &nk);
+			r = save_progress(fs, rt, key, ri, &nk, (uint8_t)l);
+			break;
+		}
+		bool top = l == root.level;
+		/* (a relocation tree's root holds a full backref to itself) */
+		uint64_t parent = top ? (dr->reloc ? b->bytenr : 0)
+				      : dp.full[l + 1] ? dp.b[l + 1]->bytenr : 0;
+		if ((r = free_tree_block_ref(fs, b, id, parent)) || !top)
+			continue;
+		if (!(r = bt_delete_key(fs, rt, key)))
+			gone = 1;
+		break;
+	}
+	drop_path_put(fs, &dp);
+	return r ? r : gone;
+}
+
 int cleaner_step(ref_fs *fs)
 {
 	struct rw_tree *rt;
@@ -247,54 +308,60 @@ int cleaner_step(ref_fs *fs)
 	struct rw_tree *dt = rw_tree_find(fs, id);
 	if (dt && dt->dirty)
 		return 0;
-	struct drop dr = { id, key.offset };
-	struct ref_root root = { id, LE64(ri.bytenr), LE64(ri.generation), ri.level };
-	struct drop_path dp;
-	if ((r = drop_path_find(fs, &root, &ri, &dp)))
-		return r;
-	/* The step: at the node holding the next child, one child when that
-	 * node is the root (ref's own steps); the rest of it when the kernel
-	 * left the progress lower down. */
-	int l = dp.level;
-	struct ref_block *at = dp.b[l];
-	uint32_t n = blk_nritems(at->data), end = l == root.level ? dp.slot[l] + 1 : n;
-	if (l < root.level && dp.shared[l]) {
-		/* A node another tree holds too: the kernel never stops inside
-		 * one, but were it so, it lets the node go whole (walk_up_proc). */
-		r = drop_block(fs, &dr, at->bytenr, dp.gen[l], (uint8_t)l,
-			       dp.full[l + 1] ? dp.b[l + 1]->bytenr : 0, 1);
-		end = dp.slot[++l] + 1;
-	} else {
-		for (uint32_t i = dp.slot[l]; l && i < end && i < n && !r; i++) {
-			uint64_t gen, child = node_ptr(at->data, (int)i, &gen);
-			r = drop_block(fs, &dr, child, gen, (uint8_t)(l - 1),
-				       dp.full[l] ? at->bytenr : 0, 1);
-		}
-		if (!l && !r)
-			r = share_children(fs, at, dp.full[0], -1);
-	}
-	/* Up from there: the first node with a child left records the progress;
-	 * a node with none left is freed; the root last, with its root item and
-	 * orphan item. */
-	for (uint32_t next = end; !r; next = dp.slot[++l] + 1) {
-		struct ref_block *b = dp.b[l];
-		if (l && next < blk_nritems(b->data)) {
-			struct ref_key nk;
-			blk_key(b->data, (int)next, &nk);
-			r = save_progress(fs, rt, &key, &ri, &nk, (uint8_t)l);
-			break;
-		}
-		bool top = l == root.level;
-		uint64_t parent = !top && dp.full[l + 1] ? dp.b[l + 1]->bytenr : 0;
-		if ((r = free_tree_block_ref(fs, b, id, parent)) || !top)
-			continue;
+	struct drop dr = { id, key.offset, false };
+	r = drop_step(fs, rt, &dr, &key, &ri);
+	if (r == 1) {
 		struct ref_key ok = { BTRFS_ORPHAN_OBJECTID, BTRFS_ORPHAN_ITEM_KEY, id };
-		if (!(r = bt_delete_key(fs, rt, &key)) && !(r = bt_delete_key(fs, rt, &ok))) {
+		if (!(r = bt_delete_key(fs, rt, &ok))) {
 			rw_tree_forget(fs, id);
 			qg_subvol_dropped(fs, id);
 		}
-		break;
 	}
-	drop_path_put(fs, &dp);
 	return r;
+}
+
+int cleaner_drop_reloc(ref_fs *fs, uint64_t subvol)
+{
+	struct rw_tree *rt;
+	int r = rw_tree_get(fs, BTRFS_ROOT_TREE_OBJECTID, &rt);
+	if (r)
+		return r;
+	struct ref_key key = { BTRFS_TREE_RELOC_OBJECTID, BTRFS_ROOT_ITEM_KEY, subvol };
+	/* Blocks of any age may be its own: it copies older blocks of the
+	 * subvolume, and merging swaps subtrees between the two. */
+	struct drop dr = { BTRFS_TREE_RELOC_OBJECTID, 0, true };
+	/* A bound against a tree that does not shrink (each step frees a child). */
+	for (unsigned step = 0; step < 100000000; step++) {
+		struct ref_path p;
+		struct ref_key got;
+		const uint8_t *d;
+		uint32_t size;
+		if ((r = ref_search(fs, &rt->root, &key, &p)))
+			return r < 0 ? r : 0;
+		ref_path_item(&p, &got, &d, &size);
+		if (ref_key_cmp(&got, &key)) {
+			ref_path_release(fs, &p);
+			return 0; /* gone */
+		}
+		struct btrfs_root_item ri;
+		memset(&ri, 0, sizeof(ri));
+		memcpy(&ri, d, size < sizeof(ri) ? size : sizeof(ri));
+		ref_path_release(fs, &p);
+		if (LE32(ri.refs)) {
+			/* Not merged yet: its drop_progress is the merge's
+			 * (merge_reloc_root), not a drop's.  Marked dead, as
+			 * the kernel marks a merged one, it drops from the top. */
+			ri.refs = 0;
+			memset(&ri.drop_progress, 0, sizeof(ri.drop_progress));
+			ri.drop_level = 0;
+			struct ref_key none = { 0, 0, 0 };
+			if ((r = save_progress(fs, rt, &key, &ri, &none, 0)))
+				return r;
+		}
+		r = drop_step(fs, rt, &dr, &key, &ri);
+		if (r)
+			return r == 1 ? 0 : r;
+	}
+	return ref_fail(fs, EUCLEAN, "relocation tree of %llu does not shrink",
+				(unsigned long long)subvol);
 }

@@ -52,9 +52,15 @@ int orphan_cleanup(ref_fs *fs)
 	uint64_t *ids = NULL;
 	size_t n = 0;
 	int r = ref_subvol_ids(fs, &ids, &n);
-	for (size_t i = 0; !r && i <= n; i++) {
-		uint64_t id = i < n ? ids[i] : BTRFS_FS_TREE_OBJECTID;
+	/* then the top level, and the data relocation tree, whose inode an
+	 * interrupted balance left (reloc_recover.c) */
+	for (size_t i = 0; !r && i <= n + 1; i++) {
+		uint64_t id = i < n ? ids[i] : i == n ? BTRFS_FS_TREE_OBJECTID
+						 : BTRFS_DATA_RELOC_TREE_OBJECTID;
 		struct rw_tree *t;
+		struct ref_root probe;
+		if (id == BTRFS_DATA_RELOC_TREE_OBJECTID && ref_find_root(fs, id, &probe))
+			continue; /* (images of old mkfs versions have none) */
 		if ((r = rw_tree_get(fs, id, &t)) || t->rdonly)
 			continue;
 		uint64_t ino;

@@ -102,10 +102,11 @@ int vfs_begin(ref_fs *fs, unsigned items, bool deleting)
 		return r;
 	/* Files unlinked while open when the power went go before the first
 	 * change, as the kernel's orphan cleanup of a root before its first
-	 * use (orphan.c calls back here: the flag is set first). */
+	 * use (orphan.c calls back here: the flag is set first); before them
+	 * an interrupted balance's relocation trees (reloc_recover.c). */
 	if (!fs->rw->orphans_done) {
 		fs->rw->orphans_done = true;
-		if ((r = orphan_cleanup(fs)))
+		if ((r = reloc_recover(fs)) || (r = orphan_cleanup(fs)))
 			return r;
 	}
 	fs->rw->time_ns += 1000;

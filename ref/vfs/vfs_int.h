@@ -54,6 +54,9 @@ int inode_write(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_item *
 /* orphan.c: the kernel's orphan cleanup of every writable subvolume, before
  * the first change of a mount for writing (vfs_begin; in its transaction). */
 int orphan_cleanup(ref_fs *fs);
+/* reloc_recover.c: the relocation trees an interrupted balance left dropped,
+ * before the orphan cleanup (which takes the data relocation inode). */
+int reloc_recover(ref_fs *fs);
 /* A new inode in subvol (number, item inserted). */
 int inode_create(ref_fs *fs, uint64_t subvol, uint32_t mode, struct ref_ino *out,
 		 struct btrfs_inode_item *ii);
