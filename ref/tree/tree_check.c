@@ -622,9 +622,10 @@ const char *leaf_items_invalid(const ref_fs *fs, const uint8_t *d)
 	     owner == BTRFS_DEV_TREE_OBJECTID || owner == BTRFS_FS_TREE_OBJECTID ||
 	     owner == BTRFS_DATA_RELOC_TREE_OBJECTID || owner == BTRFS_EXTENT_TREE_OBJECTID))
 		return "an empty leaf of a tree that is never empty";
-	/* item contents are judged once the block was written (WRITTEN) */
+	/* Every block on disk was written: since Linux 6.9 (e03418abde87) the
+	 * tree-checker refuses one without the flag, whatever it holds. */
 	if (!(flags & BTRFS_HEADER_FLAG_WRITTEN))
-		return NULL;
+		return "WRITTEN flag not set";
 	struct leaf l = { .fs = fs, .d = d, .owner = owner };
 	for (uint32_t i = 0; i < n; i++) {
 		const struct btrfs_item_disk *it = (const void *)(d + HDR + i * sizeof(*it));

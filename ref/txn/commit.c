@@ -193,6 +193,14 @@ static int write_blocks(ref_fs *fs)
 					(unsigned long long)b->bytenr, FP_REF_COMMIT_WRITE_BLOCKS);
 		struct btrfs_header_disk *h = (void *)b->data;
 		h->flags = htole64(LE64(h->flags) | BTRFS_HEADER_FLAG_WRITTEN);
+		/* The kernel's write-time tree-checker: a leaf whose items its
+		 * rules refuse (read unjudged, or carried over from a damaged
+		 * image) is not written; the commit fails and the last one
+		 * stays the file system, as the kernel aborts the transaction. */
+		const char *why = h->level ? NULL : leaf_items_invalid(fs, b->data);
+		if (why)
+			return ref_fail(fs, EUCLEAN, "commit: write time tree block corruption detected: leaf %llu of tree %llu: %s",
+					(unsigned long long)b->bytenr, (unsigned long long)LE64(h->owner), why);
 		ref_csum(fs->csum_type, b->data + BTRFS_CSUM_BYTES, fs->nodesize - BTRFS_CSUM_BYTES,
 			 h->csum);
 		int r = ref_write_logical(fs, b->bytenr, b->data, fs->nodesize);

@@ -9,6 +9,8 @@
  */
 #include "imgutil.h"
 #include "testutil.h"
+#include "wrutil.h"
+#include "ref/vfs.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -188,4 +190,54 @@ Test(tree_check, dev_extent_chunk_tree)
 	uint64_t t = htole64(7);
 	iu_patch_item(img, &it, offsetof(struct btrfs_dev_extent, chunk_tree), &t, 8);
 	expect_rejected(&it, "device extent: chunk tree is not the chunk tree");
+}
+
+/* Linux 6.9 and later (e03418abde87): a block on disk without the WRITTEN
+ * flag is refused whatever its items; before, its items went unjudged and a
+ * commit wrote them into a leaf the checker refuses (fuzz/regress/image/
+ * check-after-commit-*). */
+Test(tree_check, leaf_without_written_flag)
+{
+	struct iu_item it = iu_first_of_type(img, BTRFS_FS_TREE_OBJECTID, BTRFS_INODE_ITEM_KEY);
+	uint8_t *b = iu_read_block(img, it.leaf, NULL);
+	uint64_t flags = le64toh(((const struct btrfs_header_disk *)b)->flags);
+	free(b);
+	cr_assert(flags & BTRFS_HEADER_FLAG_WRITTEN, "mkfs.btrfs wrote the leaf without WRITTEN");
+	iu_patch_le64(img, it.leaf, offsetof(struct btrfs_header_disk, flags),
+		      flags & ~(uint64_t)BTRFS_HEADER_FLAG_WRITTEN);
+	expect_rejected(&it, "WRITTEN flag not set");
+}
+
+/* The write-time check: a leaf the rules refuse, read only because this
+ * mount judges no items (as btrsim check opens), is not written by a commit
+ * (EUCLEAN, the kernel's "write time tree block corruption detected"); the
+ * last commit stays the file system. */
+Test(tree_check, write_time_check_refuses_the_leaf)
+{
+	struct iu_item it = iu_first_of_type(img, BTRFS_FS_TREE_OBJECTID, BTRFS_INODE_ITEM_KEY);
+	cr_assert_eq(it.key.objectid, BTRFS_FIRST_FREE_OBJECTID, "not the top directory");
+	uint32_t mode = htole32(040755 | 0200000);
+	iu_patch_item(img, &it, offsetof(struct btrfs_inode_item, mode), &mode, 4);
+	char *paths[1] = { img };
+	sim_volume *vol = wu_open_images(paths, 1, 1, false);
+	struct ref_mount_opts mo = { .open = { .super_mirror = -1, .no_item_checks = true } };
+	ref_fs *fs;
+	char err[256];
+	cr_assert_eq(ref_mount(vol, &mo, &fs, err, sizeof(err)), 0, "%s", err);
+	uint64_t gen = fs->generation;
+	cr_assert_eq(ref_mkdir(fs, "/new", 0755), 0, "%s", ref_error(fs));
+	int r = ref_sync(fs);
+	cr_assert_eq(r, -EUCLEAN, "the commit gave %d: %s", r, ref_error(fs));
+	cr_assert(strstr(ref_error(fs), "write time tree block corruption detected"), "%s",
+		  ref_error(fs));
+	cr_assert(strstr(ref_error(fs), "inode item: unknown mode bits"), "%s", ref_error(fs));
+	ref_umount(fs);
+	sim_volume_close(vol);
+	/* Nothing of it reached the image. */
+	struct iu_opened o = iu_open_check(img);
+	cr_assert_eq(o.fs->generation, gen);
+	struct ref_ino top, found;
+	cr_assert_eq(ref_subvol_root(o.fs, BTRFS_FS_TREE_OBJECTID, &top), 0);
+	cr_assert_eq(ref_lookup(o.fs, &top, "new", 3, &found, NULL), -ENOENT);
+	iu_close(&o);
 }
