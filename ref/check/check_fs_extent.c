@@ -104,6 +104,13 @@ static uint64_t disk_extent(struct fs_check *c, const struct ref_key *k,
 			  (unsigned long long)disk_num);
 	if (fe->type == BTRFS_FILE_EXTENT_PREALLOC && fe->compression)
 		fs_report(c, k, 0, "prealloc file extent is compressed (%u)", fe->compression);
+	/* Older kernels compressed NODATASUM files (their extents written
+	 * without checksums); the kernel still reads them, unverified, but
+	 * btrfs check calls each a bad file extent (with or without checksum
+	 * items): decompressing damaged data that nothing verifies crashed
+	 * kernels. */
+	else if (fe->compression && in->have_item && (in->flags & BTRFS_INODE_NODATASUM))
+		fs_report(c, k, 0, "compressed file extent in a NODATASUM file: reads do not verify its data (btrfs check: bad file extent)");
 	if (add_sat(k->offset, num) == UINT64_MAX)
 		fs_report(c, k, 0, "file extent of %llu bytes runs past the largest file offset",
 			  (unsigned long long)num);
