@@ -10,7 +10,10 @@ the leaf's checksum written again:
       file that holds data)
   leaf_patch.py empty IMG TREE
       drops every item of tree TREE, which must be one leaf (its checksums
-      gone with the csum tree's)"""
+      gone with the csum tree's)
+  leaf_patch.py item-u32 IMG TREE "KEY" POS VALUE
+      writes the 32-bit VALUE at byte POS of the data of the item whose key
+      dump-tree prints as KEY (e.g. "13631488 FREE_SPACE_INFO 8388608")"""
 import re
 import struct
 import subprocess
@@ -35,11 +38,11 @@ def crc32c(data):
     return crc ^ 0xFFFFFFFF
 
 
-def find_item(img, tree, ino):
+def find_item(img, tree, key):
     out = subprocess.run(["btrfs", "inspect-internal", "dump-tree", "-t", tree, img],
                          capture_output=True, text=True, check=True).stdout
     leaf = None
-    want = re.compile(r"item \d+ key \(%d INODE_ITEM 0\) itemoff (\d+) itemsize (\d+)" % ino)
+    want = re.compile(r"item \d+ key \(%s\) itemoff (\d+) itemsize (\d+)" % re.escape(key))
     for line in out.splitlines():
         m = re.match(r"leaf (\d+) items", line)
         if m:
@@ -47,7 +50,7 @@ def find_item(img, tree, ino):
         m = want.search(line)
         if m and leaf is not None:
             return leaf, int(m.group(1))
-    sys.exit("%s: no inode %d in tree %s" % (img, ino, tree))
+    sys.exit("%s: no item (%s) in tree %s" % (img, key, tree))
 
 
 def copies(img, logical, nodesize):
@@ -82,7 +85,7 @@ def patch(img, nodesize, leaf, change):
 
 
 def main():
-    if len(sys.argv) < 4 or sys.argv[1] not in ("inode-flags", "empty"):
+    if len(sys.argv) < 4 or sys.argv[1] not in ("inode-flags", "empty", "item-u32"):
         sys.exit(__doc__)
     img, tree = sys.argv[2], sys.argv[3]
     with open(img, "rb") as f:
@@ -96,8 +99,16 @@ def main():
             struct.pack_into("<I", b, 0x60, 0)  # nritems
         patch(img, nodesize, root_leaf(img, tree), drop)
         return
+    if sys.argv[1] == "item-u32":
+        pos, value = int(sys.argv[5]), int(sys.argv[6], 0)
+        leaf, itemoff = find_item(img, tree, sys.argv[4])
+
+        def set_u32(b):
+            struct.pack_into("<I", b, HEADER + itemoff + pos, value)
+        patch(img, nodesize, leaf, set_u32)
+        return
     ino, bits = int(sys.argv[4]), int(sys.argv[5], 0)
-    leaf, itemoff = find_item(img, tree, ino)
+    leaf, itemoff = find_item(img, tree, "%d INODE_ITEM 0" % ino)
 
     def set_flags(b):
         at = HEADER + itemoff + FLAGS_AT
