@@ -40,6 +40,11 @@ struct ref_open_opts {
 	 * that reports each rejected item (ref_check does, whatever this says,
 	 * as btrfs check goes on past them). */
 	bool no_item_checks;
+	/* Opened for a writable mount (ref_mount sets it): leaves are judged as
+	 * the kernel judges them on one, refusing inode flags of the ro-compat
+	 * half (the high 32 bits) it does not know, which a read-only open
+	 * reads. */
+	bool writable;
 	/*
 	 * A log tree the superblock names (fsyncs since the last commit, power
 	 * lost before the next) is replayed by the open, as the kernel's mount

@@ -340,6 +340,12 @@ static const char *inode_item(const struct leaf *l)
 			       BTRFS_INODE_ROOT_ITEM_INIT;
 	if (flags & ~known)
 		return "inode item: unknown inode flags";
+	/* The high half, ro-compat flags: only VERITY (the kernel's
+	 * BTRFS_INODE_RO_VERITY, not in the uapi header) on a writable mount;
+	 * a read-only one reads any. */
+	const uint32_t ro_verity = 1u << 0;
+	if (l->fs->opts.writable && (uint32_t)(LE64(ii->flags) >> 32) & ~ro_verity)
+		return "inode item: unknown ro-compat inode flags on a writable mount";
 	return NULL;
 }
 

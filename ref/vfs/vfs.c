@@ -26,6 +26,7 @@ int ref_mount(sim_volume *vol, const struct ref_mount_opts *o, ref_fs **out, cha
 		return -EINVAL;
 	}
 	struct ref_open_opts oo = o->open;
+	oo.writable = true;
 	if (!oo.clock_ns)
 		oo.clock_ns = clock_ns; /* a log replayed at open stamps the mount's time */
 	ref_fs *fs;
@@ -37,6 +38,18 @@ int ref_mount(sim_volume *vol, const struct ref_mount_opts *o, ref_fs **out, cha
 		ref_close(fs);
 		return r;
 	}
+	/* The kernel reads the top level's root block at mount (open_ctree):
+	 * one it refuses (damaged, or judged by a writable mount's rules)
+	 * fails the mount, with nothing written. */
+	struct ref_root top;
+	struct ref_block *tb;
+	if ((r = ref_find_root(fs, BTRFS_FS_TREE_OBJECTID, &top)) ||
+	    (r = ref_read_block(fs, top.bytenr, top.gen, top.level, 0, &tb))) {
+		snprintf(err, errlen, "the top-level subvolume: %s", fs->err);
+		ref_close(fs);
+		return r;
+	}
+	ref_block_put(fs, tb);
 	fs->rw->time_ns = clock_ns;
 	if (o->dirty_limit)
 		fs->rw->dirty_limit = o->dirty_limit;

@@ -241,3 +241,30 @@ Test(tree_check, write_time_check_refuses_the_leaf)
 	cr_assert_eq(ref_lookup(o.fs, &top, "new", 3, &found, NULL), -ENOENT);
 	iu_close(&o);
 }
+
+/* check_inode_item: the high 32 bits of an inode's flags are ro-compat flags;
+ * one the kernel does not know (only VERITY is) is read by a read-only open
+ * and refused by a writable mount: its mount fails when the leaf is the top
+ * level's root (as the kernel's), else the first change that reads it. */
+Test(tree_check, inode_item_unknown_ro_compat_flag)
+{
+	struct iu_item it = iu_first_of_type(img, BTRFS_FS_TREE_OBJECTID, BTRFS_INODE_ITEM_KEY);
+	cr_assert_eq(it.key.objectid, BTRFS_FIRST_FREE_OBJECTID, "not the top directory");
+	uint64_t flags = htole64(UINT64_C(1) << 33);
+	iu_patch_item(img, &it, offsetof(struct btrfs_inode_item, flags), &flags, 8);
+	iu_expect_clean(img);
+	char *paths[1] = { img };
+	sim_volume *vol = wu_open_images(paths, 1, 1, false);
+	struct ref_mount_opts mo = { .open = { .super_mirror = -1 } };
+	ref_fs *fs = NULL;
+	char err[256];
+	int r = ref_mount(vol, &mo, &fs, err, sizeof(err));
+	if (r == 0) {
+		r = ref_mkdir(fs, "/new", 0755); /* the top directory's inode changes */
+		snprintf(err, sizeof(err), "%s", ref_error(fs));
+		ref_umount(fs);
+	}
+	cr_assert_eq(r, -EUCLEAN, "%d: %s", r, err);
+	cr_assert(strstr(err, "unknown ro-compat inode flags on a writable mount"), "%s", err);
+	sim_volume_close(vol);
+}
