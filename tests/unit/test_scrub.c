@@ -175,11 +175,15 @@ static void one_copy_damaged(unsigned n, uint64_t data, uint64_t meta)
 	cr_assert_eq(corrected, 6, "-r counts what it could mend as corrected");
 	cr_assert_eq(uncorrectable, 0);
 
+	/* The repairing scrub mounts the file system, and the mount reads the
+	 * top level's root block (the damaged tree block here) as the kernel's
+	 * does, mending its bad copy from the good one: the scrub corrects
+	 * the other two errors. */
 	scrub(vol, false, devs, &nd);
 	corrected = 0;
 	for (size_t i = 0; i < nd; i++)
 		corrected += devs[i].corrected_errors;
-	cr_assert_eq(corrected, 6, "%llu corrected", (unsigned long long)corrected);
+	cr_assert_eq(corrected, 2, "%llu corrected", (unsigned long long)corrected);
 	scrub(vol, true, devs, &nd);
 	expect_no_errors(devs, nd, "after the repairing scrub");
 	expect_files(vol);
