@@ -19,23 +19,10 @@ import struct
 import subprocess
 import sys
 
-POLY = 0x82F63B78
-TABLE = []
-for i in range(256):
-    c = i
-    for _ in range(8):
-        c = (c >> 1) ^ POLY if c & 1 else c >> 1
-    TABLE.append(c)
+from btrfs_crc import crc32c
 
 HEADER = 101        # struct btrfs_header
 FLAGS_AT = 64       # btrfs_inode_item.flags
-
-
-def crc32c(data):
-    crc = 0xFFFFFFFF
-    for b in data:
-        crc = TABLE[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
 
 
 def find_item(img, tree, key):

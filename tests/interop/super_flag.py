@@ -5,20 +5,7 @@ superblock writes leaves (btrfstune's CHANGING_FSID is bit 35, _V2 bit 36)."""
 import struct
 import sys
 
-POLY = 0x82F63B78
-TABLE = []
-for i in range(256):
-    c = i
-    for _ in range(8):
-        c = (c >> 1) ^ POLY if c & 1 else c >> 1
-    TABLE.append(c)
-
-
-def crc32c(data):
-    crc = 0xFFFFFFFF
-    for b in data:
-        crc = TABLE[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
+from btrfs_crc import crc32c
 
 
 def main():
