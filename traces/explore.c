@@ -73,7 +73,8 @@ static bool persists(const struct wl_op *op)
 	if (k == WL_WRITE)
 		return op->len && (op->flags & (WL_WRITE_SYNC | WL_WRITE_DSYNC));
 	return k == WL_FSYNC || k == WL_FDATASYNC || k == WL_SYNC || k == WL_SUBVOL_CREATE ||
-	       k == WL_SNAPSHOT || k == WL_SUBVOL_DELETE || k == WL_BALANCE || k == WL_RECEIVE;
+	       k == WL_SNAPSHOT || k == WL_SUBVOL_DELETE || k == WL_BALANCE || k == WL_RECEIVE ||
+	       k == WL_DEVICE_REMOVE;
 }
 
 /* Whether the workload has subvolume operations: then the oracle compares the

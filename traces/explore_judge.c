@@ -372,7 +372,8 @@ enum explore_verdict explore_judge(const struct ex *x, sim_volume *v, size_t poi
 	 * (btrfs_read_dev_super looks at copy 0 alone): a primary the damage
 	 * hit fails the mount (detected), where the newest valid copy, an older
 	 * mirror, would show an older state than was committed. */
-	struct ref_open_opts oo = { .super_mirror = 0 };
+	/* (a disk a finished device removal wiped is no device: a spare) */
+	struct ref_open_opts oo = { .super_mirror = 0, .spares = true };
 	if (ref_open(v, &oo, &fs, err, sizeof(err))) {
 		snprintf(why, whylen, "the file system does not mount: %s", err);
 		return damaged && explore_detected(err) ? EXPLORE_DETECTED : EXPLORE_MOUNT;

@@ -196,6 +196,9 @@ static void put_op(FILE *f, const struct wl_op *op)
 		fputs("btrfs quota enable \"$MNT\" && btrfs quota rescan -w \"$MNT\"", f);
 		break;
 	case WL_BALANCE: fputs("btrfs -q balance start --full-balance \"$MNT\"", f); break;
+	case WL_DEVICE_REMOVE:
+		fprintf(f, "btrfs device remove %llu \"$MNT\"", (unsigned long long)op->devid);
+		break;
 	case WL_DEFRAG:
 		fprintf(f, "btrfs filesystem defragment%s ",
 			op->flags == 1 ? " -czlib" : op->flags == 2 ? " -clzo" : op->flags == 3 ? " -czstd" : "");

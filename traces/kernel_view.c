@@ -15,6 +15,7 @@
  */
 #include "traces/kernel_internal.h"
 #include "traces/manifest.h"
+#include "ref/format.h"
 #include "ref/ref.h"
 
 #include <errno.h>
@@ -24,6 +25,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Whether the primary superblock of image path has btrfs's magic: a device
+ * a removal finished has it wiped (btrfs_scratch_superblocks), and the
+ * kernel, which reads the primary alone, takes it for no btrfs device. */
+static bool has_primary_super(const char *path)
+{
+	uint8_t magic[8];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = pread(fd, magic, sizeof(magic),
+			  BTRFS_SUPER_OFFSET + offsetof(struct btrfs_super_disk, magic));
+	close(fd);
+	return n == (ssize_t)sizeof(magic) && le64(magic) == BTRFS_MAGIC_VALUE;
+}
 
 /* The images of in as a read-only sim volume (nothing is written to them). */
 static int open_images(const struct kview_in *in, sim_volume **v, char *why, size_t whylen)
@@ -48,7 +64,8 @@ static char *ref_view(const struct kview_in *in, char *why, size_t whylen)
 	sim_volume *v;
 	if (open_images(in, &v, why, whylen))
 		return NULL;
-	struct ref_open_opts oo = { .super_mirror = 0 };
+	/* (a disk a removal finished with is no device: a spare) */
+	struct ref_open_opts oo = { .super_mirror = 0, .spares = true };
 	ref_fs *fs;
 	char *text = NULL;
 	if (ref_open(v, &oo, &fs, why, whylen) == 0) {
@@ -67,7 +84,7 @@ static int ref_check_images(const struct kview_in *in, const char *what, char *w
 	sim_volume *v;
 	if (open_images(in, &v, why, whylen))
 		return -EIO;
-	struct ref_open_opts oo = { .super_mirror = 0, .nologreplay = true };
+	struct ref_open_opts oo = { .super_mirror = 0, .nologreplay = true, .spares = true };
 	ref_fs *fs;
 	char err[512];
 	int r;
@@ -105,15 +122,15 @@ static int progs_check_wait(const struct kview_in *in, struct kjob *j, char *why
 
 /* The kernel's mount of the devices: the tree and subvolume lines it shows
  * (NULL with why), then unmounted; *fail says how it failed. */
-static char *kernel_tree(const struct kview_in *in, char (*devs)[32], char **subv,
+static char *kernel_tree(const struct kview_in *in, char (*devs)[32], unsigned ndevs, char **subv,
 			 enum explore_verdict *fail, unsigned *hangs, char *why, size_t whylen)
 {
 	const char *dv[SIM_MAX_DISKS];
-	for (unsigned d = 0; d < in->ndisks; d++)
+	for (unsigned d = 0; d < ndevs; d++)
 		dv[d] = devs[d];
 	char err[1024];
-	int r = in->direct ? kmount_here(dv, in->ndisks, in->mnt, in->opts, err, sizeof(err))
-			   : kmount(dv, in->ndisks, in->mnt, in->opts, in->timeout_ms, err, sizeof(err));
+	int r = in->direct ? kmount_here(dv, ndevs, in->mnt, in->opts, err, sizeof(err))
+			   : kmount(dv, ndevs, in->mnt, in->opts, in->timeout_ms, err, sizeof(err));
 	if (r) {
 		*hangs += r == -ETIMEDOUT;
 		snprintf(why, whylen, "the kernel does not mount it: %s", err);
@@ -171,15 +188,22 @@ void kview(const struct kview_in *in, struct kseen *view)
 	char devs[SIM_MAX_DISKS][32];
 	int holds[SIM_MAX_DISKS];
 	unsigned nloops = 0;
-	for (; nloops < in->ndisks; nloops++) {
+	for (unsigned d = 0; d < in->ndisks; d++) {
 		char path[300], err[512];
-		snprintf(path, sizeof(path), "%s/disk%u", in->imgdir, nloops);
+		snprintf(path, sizeof(path), "%s/disk%u", in->imgdir, d);
+		if (!has_primary_super(path))
+			continue; /* a device removed: the kernel is not given it */
 		if (kloop_attach(path, 4096, devs[nloops], sizeof(devs[0]), &holds[nloops], err,
 				 sizeof(err))) {
 			snprintf(why, sizeof(why), "a loop device for the state: %s", err);
 			fail = EXPLORE_READ;
 			break;
 		}
+		nloops++;
+	}
+	if (fail == EXPLORE_OK && !nloops) {
+		snprintf(why, sizeof(why), "no disk holds a btrfs superblock");
+		fail = EXPLORE_MOUNT;
 	}
 	bool raw_false_alarm = false;
 	if (fail == EXPLORE_OK && raw == 1) {
@@ -190,7 +214,7 @@ void kview(const struct kview_in *in, struct kseen *view)
 		raw_false_alarm = !pc && !progs_check_wait(in, &rj, pwhy, sizeof(pwhy));
 	}
 	if (fail == EXPLORE_OK)
-		view->text = kernel_tree(in, devs, &view->subv, &fail, &view->hangs, why,
+		view->text = kernel_tree(in, devs, nloops, &view->subv, &fail, &view->hangs, why,
 					 sizeof(why));
 	view->after = EXPLORE_OK;
 	int c = 0;

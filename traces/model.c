@@ -1665,6 +1665,7 @@ int model_apply(struct model *m, const struct wl_op *op, int result, char *err, 
 		return 0; /* a failed op changes nothing */
 	if (op->kind != WL_SYNC && op->kind != WL_MARK && op->kind != WL_CRASH &&
 	    op->kind != WL_SUBVOL_SYNC && op->kind != WL_QUOTA_ENABLE && op->kind != WL_BALANCE &&
+	    op->kind != WL_DEVICE_REMOVE &&
 	    (unsigned)op->kind < WL_NKINDS && (!op->path || op->path[0] != '/'))
 		return disagree(err, errlen, op, "no absolute path");
 	switch (op->kind) {
@@ -1724,6 +1725,7 @@ int model_apply(struct model *m, const struct wl_op *op, int result, char *err, 
 	case WL_SUBVOL_SYNC:
 	case WL_QUOTA_ENABLE: /* quota groups show in nothing the model describes */
 	case WL_BALANCE:      /* nor where blocks are */
+	case WL_DEVICE_REMOVE: /* nor on which devices */
 	case WL_DEFRAG:       /* nor how extents are cut */
 		return 0;
 	default:

@@ -618,6 +618,30 @@ static int do_balance(const struct wl_host *h, char *err, size_t errlen)
 	return r;
 }
 
+/* device-remove: `btrfs device remove DEVID`, BTRFS_IOC_RM_DEV_V2 on the root
+ * directory, the device named by its id.  A profile that would be left with
+ * too few devices is a positive return, one of btrfs's own error codes
+ * (BTRFS_ERROR_DEV_RAID1_MIN_NOT_MET...), which btrfs-progs prints as
+ * text: EINVAL here, as ref gives. */
+static int do_device_remove(const struct wl_host *h, const struct wl_op *op, char *err,
+			    size_t errlen)
+{
+	int fd = open_root(h, err, errlen);
+	if (fd < 0)
+		return fd;
+	struct btrfs_ioctl_vol_args_v2 va;
+	memset(&va, 0, sizeof(va));
+	va.flags = BTRFS_DEVICE_SPEC_BY_ID;
+	va.devid = op->devid;
+	int r = ioctl(fd, BTRFS_IOC_RM_DEV_V2, &va);
+	if (r < 0)
+		r = fail(err, errlen, "BTRFS_IOC_RM_DEV_V2", -errno);
+	else if (r > 0)
+		r = fail(err, errlen, "BTRFS_IOC_RM_DEV_V2 (btrfs error: too few devices left)", -EINVAL);
+	close(fd);
+	return r;
+}
+
 /* defrag: `btrfs filesystem defragment [-cALG] PATH`, BTRFS_IOC_DEFRAG_RANGE
  * with btrfs-progs' arguments (the whole file, a 32 MiB target); on a
  * directory the kernel defragments its subvolume's tree. */
@@ -769,6 +793,8 @@ int wl_exec_host(void *host, const struct wl_op *op, char *err, size_t errlen)
 		return do_quota_enable(h, err, errlen);
 	case WL_BALANCE:
 		return do_balance(h, err, errlen);
+	case WL_DEVICE_REMOVE:
+		return do_device_remove(h, op, err, errlen);
 	case WL_DEFRAG:
 		return do_defrag(h, op, err, errlen);
 	case WL_CLONE:

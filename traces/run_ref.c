@@ -135,6 +135,12 @@ int wl_exec_ref_partial(void *target, const struct wl_op *op, uint64_t *written,
 		r = ref_balance(fs, &b, &st);
 		break;
 	}
+	case WL_DEVICE_REMOVE: {
+		uint64_t devid = op->devid;
+		struct ref_balance_stats st;
+		r = ref_device_remove(fs, &devid, &st);
+		break;
+	}
 	default:
 		snprintf(err, errlen, "operation %d is the runner's, not the file system's", op->kind);
 		return -EINVAL;

@@ -183,6 +183,7 @@ static void put_arg(struct wl_out *o, const struct wl_op *op, enum wl_arg a)
 	case WA_LEN: put_size(o, op->len); break;
 	case WA_OFF2: put_size(o, op->off2); break;
 	case WA_SIZE: put_size(o, op->size); break;
+	case WA_DEVID: wl_putf(o, "%" PRIu64, op->devid); break;
 	case WA_SEED:
 		if (op->flags & WL_WRITE_TEXT)
 			wl_putf(o, "t%" PRIu64, op->seed);

@@ -34,6 +34,7 @@ enum wl_arg {
 	WA_WSYNC,  /* sync | dsync -> flags (WL_WRITE_SYNC, WL_WRITE_DSYNC) */
 	WA_DEFRAG, /* zlib | lzo | zstd -> flags (1, 2, 3) */
 	WA_STREAM, /* a send stream: a file name (read when parsed) or 0x hex -> value, vlen */
+	WA_DEVID,  /* number >= 1, no suffix -> devid */
 };
 
 #define WL_MAX_ARGS 5

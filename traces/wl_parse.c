@@ -302,6 +302,10 @@ static int parse_arg(struct parser *p, struct wl_op *op, const struct wl_slot *s
 	case WA_LEN: return number(p, t, l, parse_u64(t, true, &op->len));
 	case WA_OFF2: return number(p, t, l, parse_u64(t, true, &op->off2));
 	case WA_SIZE: return number(p, t, l, parse_u64(t, true, &op->size));
+	case WA_DEVID: {
+		int r = number(p, t, l, parse_u64(t, false, &op->devid));
+		return r ? r : op->devid ? 0 : arg_error(p, t, l, "is 0 (devids start at 1)");
+	}
 	case WA_DEFRAG:
 		for (int i = 1; i <= 3; i++)
 			if (!t->quoted && !strcmp(t->s, i == 1 ? "zlib" : i == 2 ? "lzo" : "zstd")) {

@@ -57,6 +57,7 @@ const struct wl_kind_info wl_kinds[WL_NKINDS] = {
 			     { WA_PATH2, "DST" }, { WA_OFF2, "DOFF" }),
 	[WL_DEDUPE] = K("dedupe", 5, 5, P("SRC"), { WA_OFF, "SOFF" }, { WA_LEN, "LEN" },
 			{ WA_PATH2, "DST" }, { WA_OFF2, "DOFF" }),
+	[WL_DEVICE_REMOVE] = K("device-remove", 1, 1, { WA_DEVID, "DEVID" }),
 };
 
 #undef P
@@ -167,6 +168,8 @@ static const char *arg_problem(const struct wl_op *op, enum wl_arg a)
 			if (!wl_is_mark_byte((unsigned char)*c))
 				return "mark name holds a byte outside [A-Za-z0-9_.-]";
 		return NULL;
+	case WA_DEVID:
+		return op->devid ? NULL : "devid is 0 (devids start at 1)";
 	default:
 		return NULL; /* numbers: every value is valid */
 	}
@@ -250,6 +253,7 @@ static int copy_arg(struct wl_op *d, const struct wl_op *s, enum wl_arg a)
 	case WA_OFF2: d->off2 = s->off2; break;
 	case WA_SIZE: d->size = s->size; break;
 	case WA_SEED: d->seed = s->seed; break;
+	case WA_DEVID: d->devid = s->devid; break;
 	case WA_FALLOC:
 	case WA_RENAME:
 	case WA_SNAP:

@@ -60,6 +60,9 @@ enum wl_kind {
 	WL_CLONE_RANGE, /* clone-range SRC SOFF LEN DST DOFF     FICLONERANGE: path, off, len, path2, off2 */
 	WL_DEDUPE,	/* dedupe SRC SOFF LEN DST DOFF          FIDEDUPERANGE of one destination: EBADE
 			 * when the bytes differ (FILE_DEDUPE_RANGE_DIFFERS) */
+	/* Devices (btrfs); commits as it goes, as balance. */
+	WL_DEVICE_REMOVE, /* device-remove DEVID                devid: the device's chunks relocated onto the
+			 * others, then it leaves the volume (btrfs device remove DEVID) */
 	WL_NKINDS
 };
 
@@ -106,6 +109,7 @@ struct wl_op {
 	uint64_t len;	 /* write, fallocate, clone-range, dedupe */
 	uint64_t size;	 /* truncate */
 	uint64_t seed;	 /* write */
+	uint64_t devid;	 /* device-remove: the device (devid = disk + 1) */
 	uint32_t mode;	 /* mkdir, create, chmod: permission bits, at most 07777 */
 	uint32_t uid;	 /* chown; UINT32_MAX (-1) leaves it unchanged */
 	uint32_t gid;

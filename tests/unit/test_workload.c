@@ -140,7 +140,8 @@ Test(workload, every_operation_parses_with_its_defaults)
 		 "receive 0x00ff /r\n"
 		 "clone /d/f /d/g\n"
 		 "clone-range /d/f 4K 8K /d/g 0x10K\n"
-		 "dedupe /d/f 0 1M /d/g 4096\n",
+		 "dedupe /d/f 0 1M /d/g 4096\n"
+		 "device-remove 2\n",
 		 &w);
 	cr_assert_eq(w.n, WL_NKINDS, "one line per kind, in enum order");
 	cr_assert_str_eq(w.name, "w.txt");
@@ -200,6 +201,8 @@ Test(workload, every_operation_parses_with_its_defaults)
 	cr_assert_eq(o[WL_CLONE_RANGE].off2, 16384);
 	cr_assert_eq(o[WL_DEDUPE].len, 1 << 20);
 	cr_assert_eq(o[WL_DEDUPE].off2, 4096);
+	cr_assert_null(o[WL_DEVICE_REMOVE].path);
+	cr_assert_eq(o[WL_DEVICE_REMOVE].devid, 2);
 	wl_free(&w);
 	cr_assert_eq(w.n, 0);
 	cr_assert_null(w.ops);
@@ -456,6 +459,8 @@ Test(workload, each_parse_error_has_its_message_and_position)
 		{ "link /a", "w.txt:1:8: link: missing NEW (usage: link OLD NEW)" },
 		{ "mkdir /a 0755 x", "w.txt:1:15: mkdir: too many arguments (usage: mkdir PATH [MODE])" },
 		{ "sync now", "w.txt:1:6: sync: too many arguments (usage: sync)" },
+		{ "device-remove 0", "w.txt:1:15: device-remove: DEVID \"0\" is 0 (devids start at 1)" },
+		{ "device-remove", "w.txt:1:14: device-remove: missing DEVID (usage: device-remove DEVID)" },
 		{ "write /f 4K 4K 1 sync 2 = EIO", "w.txt:1:23: write: too many arguments " USAGE_WRITE },
 		{ "write /f 12x 1", "w.txt:1:10: write: OFFSET \"12x\" " NUM_SFX },
 		{ "write /f 1 4KB", "w.txt:1:12: write: LENGTH \"4KB\" " NUM_SFX },
@@ -787,6 +792,8 @@ static size_t sample_ops(struct wl_op *ops)
 	   .off2 = UINT64_MAX);
 	OP(.kind = WL_DEDUPE, .path = "/a", .off = 1, .len = 2, .path2 = "/b", .off2 = 3,
 	   .expect = EBADE);
+	OP(.kind = WL_DEVICE_REMOVE, .devid = 3);
+	OP(.kind = WL_DEVICE_REMOVE, .devid = UINT64_MAX, .expect = ENODEV);
 #undef OP
 	return n;
 }
