@@ -79,53 +79,66 @@ done
 done_check
 echo "# $reloc of $n crash states hold relocation trees"
 
+# verify_cleanup NAME IMG...: a mid-relocation state that ref changes: the
+# change first drops the relocation trees and the data relocation inode
+# (reloc_recover.c); both checkers are clean, the content is as before but
+# for the change, and the kernel mounts the result (resuming a balance) and
+# shows the same files.  $KEPT, when set, is a root-tree item the change must
+# leave (the balance item, for the kernel's next mount to resume).
+KEPT=""
+verify_cleanup() {
+	name=$1
+	shift
+	# shellcheck disable=SC2086
+	run "$name-view" 0 "$BTRSIM" manifest "$@"
+	sed 1d "$OUT" >"$T/before.man"
+	done_check
+	run "$name-write" 0 "$BTRSIM" mkdir "$@" /after
+	done_check
+	run "$name-dropped" 0 "$BTRSIM" dump-tree -t root "$@"
+	grep -q 'TREE_RELOC ROOT_ITEM' "$OUT" && fail "relocation trees left after a change"
+	[ -z "$KEPT" ] || grep -q "$KEPT" "$OUT" || fail "$KEPT is gone (it is kept, to be resumed)"
+	"$BTRSIM" dump-tree -t data-reloc "$@" 2>/dev/null | grep -q 'EXTENT_DATA\|ORPHAN_ITEM' &&
+		fail "the data relocation inode is left"
+	done_check
+	run "$name-check" 0 "$BTRSIM" check "$@"
+	done_check
+	run "$name-content" 0 "$BTRSIM" manifest "$@"
+	grep -v '^/after ' "$OUT" | sed 1d >"$T/after.man"
+	cmp -s "$T/before.man" "$T/after.man" ||
+		fail "content changed: $(diff "$T/before.man" "$T/after.man" | head -4 | tr '\n' '|')"
+	grep -q '^/after d' "$OUT" || fail "the new directory is missing"
+	sed 1d "$OUT" >"$T/ref.man"
+	done_check
+	NAME=$name-kernel
+	attach_all "$@" || return
+	set -- $DEVS
+	progs_check "$1" # ref's result
+	# shellcheck disable=SC2086
+	if mount_dev "$T/mp" "" $DEVS; then
+		"$BTRSIM" manifest --host "$T/mp" >"$T/k.man" 2>"$T/kerr" || fail "manifest --host: $(head -c 200 "$T/kerr")"
+		unmount "$T/mp" || fail "umount"
+		sed 1d "$T/k.man" | cmp -s - "$T/ref.man" ||
+			fail "the kernel's mount differs: $(sed 1d "$T/k.man" | diff "$T/ref.man" - | head -4 | tr '\n' '|')"
+		progs_check "$1" # and the kernel's after it
+	else
+		fail "the kernel does not mount ref's result"
+	fi
+	cleanup_mounts
+	done_check
+}
+
 if [ -f "$T/mid.img" ]; then
-	img="$T/mid.img"
-	btrfs inspect-internal dump-tree -t data_reloc "$img" >"$T/dr" 2>&1
+	btrfs inspect-internal dump-tree -t data_reloc "$T/mid.img" >"$T/dr" 2>&1
 	run reloc-state-shape 0 true
 	grep -q 'EXTENT_DATA' "$T/dr" || fail "the data relocation inode holds no moved copy"
 	grep -q 'ORPHAN_ITEM' "$T/dr" || fail "the data relocation inode has no orphan item"
 	done_check
-
-	run reloc-view 0 "$BTRSIM" manifest "$img"
-	cp "$OUT" "$T/before.man"
-	done_check
-
-	run reloc-write 0 "$BTRSIM" mkdir "$img" /after
-	done_check
-	run reloc-dropped 0 true
-	btrfs inspect-internal dump-tree -t root "$img" 2>/dev/null | grep -q 'TREE_RELOC ROOT_ITEM' &&
-		fail "relocation trees left after a change"
-	btrfs inspect-internal dump-tree -t root "$img" 2>/dev/null | grep -q 'BALANCE TEMPORARY_ITEM' ||
-		fail "the balance item is gone (it is kept, to be resumed)"
-	btrfs inspect-internal dump-tree -t data_reloc "$img" 2>/dev/null | grep -q 'EXTENT_DATA\|ORPHAN_ITEM' &&
-		fail "the data relocation inode is left"
-	done_check
-	check reloc-after-write
-
-	run reloc-content 0 "$BTRSIM" manifest "$img"
-	grep -v '^/after ' "$OUT" | sed 1d >"$T/after.man"
-	sed 1d "$T/before.man" >"$T/before.rest"
-	cmp -s "$T/before.rest" "$T/after.man" ||
-		fail "content changed: $(diff "$T/before.rest" "$T/after.man" | head -4 | tr '\n' '|')"
-	grep -q '^/after d' "$OUT" || fail "the new directory is missing"
-	cp "$OUT" "$T/ref.man"
-	done_check
-
-	NAME=reloc-kernel-mount
-	if attach "$img" && mount_dev "$T/mp" "" "$LOOP"; then
-		"$BTRSIM" manifest --host "$T/mp" >"$T/k.man" 2>"$T/kerr" || fail "manifest --host: $(head -c 200 "$T/kerr")"
-		unmount "$T/mp" || fail "umount"
-		cleanup_mounts
-		sed 1d "$T/k.man" >"$T/k.rest"
-		sed 1d "$T/ref.man" >"$T/r.rest"
-		cmp -s "$T/k.rest" "$T/r.rest" ||
-			fail "the kernel's mount differs: $(diff "$T/r.rest" "$T/k.rest" | head -4 | tr '\n' '|')"
-	else
-		fail "the kernel does not mount ref's result"
-	fi
-	done_check
-	check reloc-after-kernel
+	KEPT='BALANCE TEMPORARY_ITEM'
+	verify_cleanup reloc-balance "$T/mid.img"
+	KEPT=""
+	img="$T/mid.img"
+	check reloc-balance-after-kernel
 fi
 
 # ---- A device removal: the same relocation, no balance item ----
@@ -198,47 +211,10 @@ done_check
 echo "# $reloc of $n crash states hold relocation trees, $wiped have device 3 gone"
 
 if [ -f "$T/rmid.0" ]; then
-	imgs="$T/rmid.0 $T/rmid.1 $T/rmid.2"
-	# shellcheck disable=SC2086
-	run reloc-remove-no-balance-item 0 "$BTRSIM" dump-tree -t root $imgs
+	run reloc-remove-no-balance-item 0 "$BTRSIM" dump-tree -t root "$T/rmid.0" "$T/rmid.1" "$T/rmid.2"
 	grep -q 'BALANCE' "$OUT" && fail "a device removal left a balance item"
 	done_check
-	# shellcheck disable=SC2086
-	run reloc-remove-view 0 "$BTRSIM" manifest $imgs
-	sed 1d "$OUT" >"$T/rbefore"
-	done_check
-	# shellcheck disable=SC2086
-	run reloc-remove-write 0 "$BTRSIM" mkdir $imgs /after-crash
-	done_check
-	# shellcheck disable=SC2086
-	run reloc-remove-dropped 0 "$BTRSIM" dump-tree -t root $imgs
-	grep -q 'TREE_RELOC ROOT_ITEM' "$OUT" && fail "relocation trees left after a change"
-	done_check
-	# shellcheck disable=SC2086
-	run reloc-remove-check 0 "$BTRSIM" check $imgs
-	done_check
-	# shellcheck disable=SC2086
-	run reloc-remove-content 0 "$BTRSIM" manifest $imgs
-	grep -v '^/after-crash ' "$OUT" | sed 1d >"$T/rafter"
-	cmp -s "$T/rbefore" "$T/rafter" || fail "content changed: $(diff "$T/rbefore" "$T/rafter" | head -4 | tr '\n' '|')"
-	cp "$OUT" "$T/rref.man"
-	done_check
-	NAME=reloc-remove-kernel
-	# shellcheck disable=SC2086
-	if attach_all $imgs && mount_dev "$T/mp" "" $DEVS; then
-		"$BTRSIM" manifest --host "$T/mp" >"$T/rk.man" 2>"$T/kerr" || fail "manifest --host: $(head -c 200 "$T/kerr")"
-		unmount "$T/mp" || fail "umount"
-		sed 1d "$T/rk.man" >"$T/rk.rest"
-		sed 1d "$T/rref.man" >"$T/rr.rest"
-		cmp -s "$T/rk.rest" "$T/rr.rest" ||
-			fail "the kernel's mount differs: $(diff "$T/rr.rest" "$T/rk.rest" | head -4 | tr '\n' '|')"
-		progs_check $(echo $DEVS | cut -d' ' -f1)
-	else
-		fail "the kernel does not mount ref's result"
-	fi
-	cleanup_mounts
-	done_check
-	# shellcheck disable=SC2086
-	run reloc-remove-after-kernel 0 "$BTRSIM" check $imgs
+	verify_cleanup reloc-remove "$T/rmid.0" "$T/rmid.1" "$T/rmid.2"
+	run reloc-remove-after-kernel 0 "$BTRSIM" check "$T/rmid.0" "$T/rmid.1" "$T/rmid.2"
 	done_check
 fi
