@@ -64,6 +64,20 @@ can_loop_mount() {
 	return 0
 }
 
+# leaf_patch_ready NAME: 0 when leaf_patch.py can patch and the kernel mount
+# images here (python3, btrfs-map-logical, a loop mount), with PATCH set to
+# the script and MP to a mount point made under $T; else a SKIP line for NAME
+# saying why, and 1.
+leaf_patch_ready() {
+	command -v python3 >/dev/null || { skip "$1" "python3 is not installed"; return 1; }
+	command -v btrfs-map-logical >/dev/null ||
+		{ skip "$1" "btrfs-map-logical (btrfs-progs) is not installed"; return 1; }
+	can_loop_mount || { skip "$1" "$LOOP_WHY"; return 1; }
+	PATCH="$(dirname "$0")/leaf_patch.py"
+	MP="$T/mnt"
+	mkdir -p "$MP"
+}
+
 # Loop devices and mounts made by a test, undone on exit even after a failure.
 LOOPS=""
 MOUNTS=""

@@ -15,15 +15,7 @@
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib.sh"
 
-command -v python3 >/dev/null || { skip fst-leftovers "python3 is not installed"; exit 0; }
-command -v btrfs-map-logical >/dev/null || { skip fst-leftovers "btrfs-map-logical (btrfs-progs) is not installed"; exit 0; }
-if ! can_loop_mount; then
-	skip fst-leftovers "$LOOP_WHY"
-	exit 0
-fi
-PATCH="$(dirname "$0")/leaf_patch.py"
-MP="$T/mnt"
-mkdir -p "$MP"
+leaf_patch_ready fst-leftovers || exit 0
 
 # orphan_infos IMG: the FREE_SPACE_INFO starts that no block group has.
 orphan_infos() {

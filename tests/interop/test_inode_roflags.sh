@@ -11,15 +11,7 @@
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib.sh"
 
-command -v python3 >/dev/null || { skip inode-roflags "python3 is not installed"; exit 0; }
-command -v btrfs-map-logical >/dev/null || { skip inode-roflags "btrfs-map-logical (btrfs-progs) is not installed"; exit 0; }
-if ! can_loop_mount; then
-	skip inode-roflags "$LOOP_WHY"
-	exit 0
-fi
-PATCH="$(dirname "$0")/leaf_patch.py"
-MP="$T/mnt"
-mkdir -p "$MP"
+leaf_patch_ready inode-roflags || exit 0
 img="$T/ro.img"
 truncate -s 256M "$img"
 mkfs.btrfs -q -f "$img" >/dev/null 2>&1

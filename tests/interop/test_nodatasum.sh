@@ -14,15 +14,7 @@
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib.sh"
 
-command -v python3 >/dev/null || { skip nodatasum "python3 is not installed"; exit 0; }
-command -v btrfs-map-logical >/dev/null || { skip nodatasum "btrfs-map-logical (btrfs-progs) is not installed"; exit 0; }
-if ! can_loop_mount; then
-	skip nodatasum "$LOOP_WHY"
-	exit 0
-fi
-PATCH="$(dirname "$0")/leaf_patch.py"
-MP="$T/mnt"
-mkdir -p "$MP"
+leaf_patch_ready nodatasum || exit 0
 
 # The kernel compresses one file, 1.4 MB of text (eleven zstd extents), and
 # nothing else holds data: the csum tree is one leaf of its checksums.
