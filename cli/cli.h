@@ -38,6 +38,7 @@ extern const struct cli_cmd cli_cmd_scrub;
 extern const struct cli_cmd cli_cmd_device;
 extern const struct cli_cmd cli_cmd_balance;
 extern const struct cli_cmd cli_cmd_map;
+extern const struct cli_cmd cli_cmd_mount;
 extern const struct cli_cmd cli_cmd_mkfs;
 extern const struct cli_cmd cli_cmd_mkdir;
 extern const struct cli_cmd cli_cmd_mknod;

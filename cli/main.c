@@ -55,6 +55,7 @@ static const struct cli_cmd *const commands[] = {
 	&cli_cmd_device,
 	&cli_cmd_balance,
 	&cli_cmd_map,
+	&cli_cmd_mount,
 	&cli_cmd_demo,
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

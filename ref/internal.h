@@ -76,6 +76,9 @@ struct ref_fs {
 	char err[256];
 	struct rw_state *rw; /* the write path's state; NULL when mounted read-only */
 	struct ref_log_outcome log; /* what the open did with a log tree (log_replay.c) */
+	/* Where relative paths start (ref_chdir); at_set false: they are refused. */
+	struct ref_ino at;
+	bool at_set;
 };
 
 int ref_fail(ref_fs *fs, int errnum, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

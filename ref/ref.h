@@ -386,4 +386,12 @@ int ref_map(ref_fs *fs, uint64_t logical, struct ref_phys *out, int max, uint64_
 /* How many copies the chunk holding `logical` has (0 when unmapped). */
 int ref_num_copies(ref_fs *fs, uint64_t logical);
 
+/* statfs(2) as Linux's btrfs_statfs counts it (ref/read/statfs.c): blocks
+ * of bsize bytes (the sector) in the data profile's copies. */
+struct ref_statfs {
+	uint64_t bsize, blocks, bfree, bavail;
+	uint32_t namelen;
+};
+int ref_statfs(ref_fs *fs, struct ref_statfs *out);
+
 #endif

@@ -87,6 +87,12 @@ struct rw_bg {
 
 /* A chunk allocated in this transaction: mapped at once, its items (chunk,
  * device extents, block group, free-space info) written at commit. */
+/* An inode open in a process of a FUSE mount, and how often (held.c). */
+struct rw_held {
+	struct ref_ino ino;
+	uint32_t count;
+};
+
 struct rw_pending_chunk {
 	uint64_t logical, length, type;
 	uint64_t stripe_size; /* bytes on each device (the device extents' length) */
@@ -176,6 +182,7 @@ struct rw_state {
 	uint64_t relocs_dropped;  /* relocation trees this mount dropped (reloc_recover.c) */
 	bool orphans_done;        /* orphan.c ran (at the first change of the mount) */
 	uint32_t umask;     /* applied to new inodes' modes (ref_umask) */
+	uint32_t uid, gid;  /* new inodes' owner (ref_creds) */
 	struct rw_pending_chunk *pending;
 	size_t npending, pending_cap;
 	struct rw_dev *devs;
@@ -184,11 +191,14 @@ struct rw_state {
 	uint64_t meta_reserve; /* the global reserve: metadata only deletions may use */
 	uint64_t dirty_limit;  /* dirty metadata bytes that force a commit */
 	uint64_t time_ns;      /* the clock for timestamps */
+	bool realtime;         /* ref_mount_opts.realtime: time_ns follows the host's clock */
 	uint64_t commits;
 	struct ref_block **zombies; /* replaced cache entries still referenced by a path */
 	size_t nzombies, zombies_cap;
 	bool failed; /* a commit or an operation failed half-way: read-only now */
 	bool orphans_pending; /* the root tree may hold an ORPHAN_ITEM: the cleaner looks */
+	struct rw_held *held; /* inodes open in a process (held.c: ref_hold) */
+	size_t nheld, held_cap;
 	uint64_t next_subvol_id; /* ids handed out in this mount are not reused (0: none yet) */
 	uint64_t mods;     /* tree changes so far (an operation that fails after one aborts) */
 	uint64_t op_mark;  /* mods when the running operation began */

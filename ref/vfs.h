@@ -49,6 +49,9 @@ struct ref_mount_opts {
 	uint8_t compress;
 	int8_t compress_level;
 	bool compress_force;
+	/* Timestamps from the host's clock (CLOCK_REALTIME, never going back)
+	 * instead of the reproducible one: a mount real programs use. */
+	bool realtime;
 };
 
 /* Why an fsync committed the whole transaction instead of syncing the log. */
@@ -101,6 +104,34 @@ uint64_t ref_commits(const ref_fs *fs);
  * (which masks them instead, as in Linux); symlinks never.  0 at mount (the
  * modes given are used as they are).  Returns the mask it replaces. */
 uint32_t ref_umask(ref_fs *fs, uint32_t mask);
+
+/* Relative paths: where they start, as a process's working directory or
+ * openat's dirfd (NULL: relative paths are refused again, as before the
+ * first call).  "" names that inode itself, as AT_EMPTY_PATH does, whatever
+ * its type (a symlink is not followed): a FUSE server, which is handed
+ * inodes and single names, calls ref_chdir(fs, inode) then ref_write(fs,
+ * "", ...) or ref_create(fs, "name", ...).  Absolute paths ignore it. */
+void ref_chdir(ref_fs *fs, const struct ref_ino *at);
+/* rename and link with a base for each path (NULL: ref_chdir's). */
+int ref_renameat(ref_fs *fs, const struct ref_ino *olddir, const char *oldpath,
+		 const struct ref_ino *newdir, const char *newpath, unsigned flags);
+int ref_linkat(ref_fs *fs, const struct ref_ino *olddir, const char *oldpath,
+	       const struct ref_ino *newdir, const char *newpath);
+/* A file open in a process (ref/vfs/held.c): while held, its last name
+ * going (unlink, rename over it) leaves the inode with no links and an
+ * orphan item, as the kernel's; the last ref_release deletes it (a
+ * transaction of its own; power lost before leaves the orphan to the next
+ * mount's cleanup).  Held files keep working through their inode (ref_chdir
+ * and ""); fsync of one without links does nothing, as the kernel's; link
+ * to it is ENOENT.  No-ops on a read-only mount. */
+int ref_hold(ref_fs *fs, const struct ref_ino *ino);
+int ref_release(ref_fs *fs, const struct ref_ino *ino);
+
+/* The owner of new files, directories, device nodes and symlinks, as a
+ * process's fsuid and fsgid (a set-group-ID directory's group wins, as in
+ * Linux); 0 and 0 at mount.  The caller is privileged all the same: ref
+ * does not check permissions (a FUSE mount leaves that to the kernel). */
+void ref_creds(ref_fs *fs, uint32_t uid, uint32_t gid);
 
 /* Creates a regular file (open with O_CREAT | O_EXCL). */
 int ref_create(ref_fs *fs, const char *path, uint32_t mode);

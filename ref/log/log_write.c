@@ -724,6 +724,12 @@ int log_fsync(ref_fs *fs, const struct ref_ino *in)
 		rw->log_stats.skipped++;
 		return 0;
 	}
+	/* btrfs_log_inode_parent: a file with no links left (open, unlinked)
+	 * is never logged, and nothing is synced. */
+	if (LE32(ii.nlink) == 0) {
+		rw->log_stats.skipped++;
+		return 0;
+	}
 	if (rw->npending)
 		return full_commit(fs, REF_LOG_FULL_NEW_CHUNK);
 	if ((r = log_unloggable(fs, in)))

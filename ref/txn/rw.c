@@ -266,6 +266,7 @@ void rw_free(ref_fs *fs)
 	qg_free(fs);
 	free(rw->pending);
 	free(rw->devs);
+	free(rw->held);
 	free(rw);
 	fs->rw = NULL;
 }

@@ -83,8 +83,8 @@ static int make_node(ref_fs *fs, const char *path, uint32_t mode, const char *ta
 		acl_inherited_free(&acl);
 		return vfs_end(fs, r);
 	}
-	if (sgid)
-		ii.gid = dii.gid;
+	ii.uid = htole32(fs->rw->uid);
+	ii.gid = sgid ? dii.gid : htole32(fs->rw->gid);
 	ii.rdev = htole64(rdev);
 	/* the directory's c, m and C flags and its compression property */
 	r = cw_inherit(fs, &n.dir, &dii, &ino, &ii);
@@ -114,6 +114,12 @@ static int make_node(ref_fs *fs, const char *path, uint32_t mode, const char *ta
 	if (!r)
 		r = dir_add(fs, &n.dir, n.name, n.len, &ino, mode_to_ft(mode));
 	return vfs_end(fs, r);
+}
+
+void ref_creds(ref_fs *fs, uint32_t uid, uint32_t gid)
+{
+	fs->rw->uid = uid;
+	fs->rw->gid = gid;
 }
 
 uint32_t ref_umask(ref_fs *fs, uint32_t mask)
@@ -172,17 +178,48 @@ int ref_symlink(ref_fs *fs, const char *target, const char *path)
 
 int ref_link(ref_fs *fs, const char *oldpath, const char *newpath)
 {
+	const struct ref_ino *at = fs->at_set ? &fs->at : NULL;
+	return ref_linkat(fs, at, oldpath, at, newpath);
+}
+
+/* vfs_resolve and vfs_new_name from a base (restored after). */
+static int resolve_from(ref_fs *fs, const struct ref_ino *base, const char *path,
+			struct ref_ino *out)
+{
+	struct ref_ino at = fs->at;
+	bool set = fs->at_set;
+	ref_chdir(fs, base);
+	int r = vfs_resolve(fs, path, false, out);
+	fs->at = at, fs->at_set = set;
+	return r;
+}
+
+static int new_name_from(ref_fs *fs, const struct ref_ino *base, const char *path,
+			 struct vfs_name *n)
+{
+	struct ref_ino at = fs->at;
+	bool set = fs->at_set;
+	ref_chdir(fs, base);
+	int r = vfs_new_name(fs, path, n);
+	fs->at = at, fs->at_set = set;
+	return r;
+}
+
+int ref_linkat(ref_fs *fs, const struct ref_ino *olddir, const char *oldpath,
+	       const struct ref_ino *newdir, const char *newpath)
+{
 	struct ref_ino ino;
 	struct vfs_name n;
 	int r = vfs_begin(fs, 6, false);
-	if (r || (r = vfs_resolve(fs, oldpath, false, &ino)))
+	if (r || (r = resolve_from(fs, olddir, oldpath, &ino)))
 		return vfs_end(fs, r);
 	struct btrfs_inode_item ii;
 	if ((r = inode_read(fs, &ino, &ii)))
 		return vfs_end(fs, r);
 	/* Linux's order: the new name first (EEXIST), its directory (EROFS from
-	 * may_create, a stand-in's EPERM), then the inode (EPERM, EXDEV, EMLINK). */
-	if ((r = vfs_new_name(fs, newpath, &n)))
+	 * may_create, a stand-in's EPERM), then the inode (EPERM, EXDEV, EMLINK;
+	 * ENOENT for a file unlinked while open). */
+	if ((r = new_name_from(fs, newdir, newpath, &n)))
 		return vfs_end(fs, r);
 	if (n.trailing_slash)
 		return vfs_end(fs, ref_fail(fs, ENOENT, "%s: a trailing slash names a directory",
@@ -194,6 +231,8 @@ int ref_link(ref_fs *fs, const char *oldpath, const char *newpath)
 					    oldpath));
 	if (n.dir.subvol != ino.subvol)
 		return vfs_end(fs, ref_fail(fs, EXDEV, "links cannot cross subvolumes"));
+	if (LE32(ii.nlink) == 0 && !vfs_is_standin(&ino))
+		return vfs_end(fs, ref_fail(fs, ENOENT, "the file has no name left to link to"));
 	if (LE32(ii.nlink) >= VFS_LINK_MAX)
 		return vfs_end(fs, ref_fail(fs, EMLINK, "%s: too many links", oldpath));
 	if ((r = dir_add(fs, &n.dir, n.name, n.len, &ino, mode_to_ft(inode_mode(&ii)))))
@@ -216,6 +255,8 @@ static int drop_link(ref_fs *fs, const struct ref_ino *ino)
 	uint32_t nlink = LE32(ii.nlink);
 	if (vfs_is_standin(ino)) /* nothing but its entry, which is gone */
 		return 0;
+	if (!S_ISDIR(inode_mode(&ii)) && nlink <= 1 && vfs_held(fs, ino))
+		return held_orphan(fs, ino, &ii); /* open: it goes at the last close */
 	if (S_ISDIR(inode_mode(&ii)) || nlink <= 1)
 		return inode_drop(fs, ino);
 	ii.nlink = htole32(nlink - 1);
@@ -346,6 +387,7 @@ static int touch_ctime(ref_fs *fs, const struct ref_ino *ino)
 /* A rename: its arguments, the two names and what they name. */
 struct rn {
 	const char *oldpath, *newpath;
+	const struct ref_ino *obase, *nbase; /* where relative paths start (ref_renameat) */
 	unsigned flags;
 	struct vfs_name on, nn;
 	struct ref_ino oi, ni;
@@ -360,8 +402,8 @@ struct rn {
  * on what is not a directory (ENOTDIR). */
 static int rename_lookup(ref_fs *fs, struct rn *a)
 {
-	int r = vfs_parent(fs, a->oldpath, &a->on);
-	if (r || (r = vfs_parent(fs, a->newpath, &a->nn)))
+	int r = vfs_parent_at(fs, a->obase, a->oldpath, &a->on);
+	if (r || (r = vfs_parent_at(fs, a->nbase, a->newpath, &a->nn)))
 		return r;
 	bool exchange = a->flags & RENAME_EXCHANGE;
 	if (a->on.kind != LAST_NORM)
@@ -405,6 +447,11 @@ static int new_dir_inside_old(ref_fs *fs, const struct rn *a)
 {
 	if (!vfs_is_standin(&a->nn.dir))
 		return inside(fs, &a->nn.dir, &a->oi);
+	/* A relative NEW of one name in a stand-in given as the base: which
+	 * entry holds the stand-in is not known; btrfs_rename's EPERM for a
+	 * name in a stand-in follows (rename_btrfs_checks). */
+	if (a->newpath[0] != '/' && !strchr(a->newpath, '/'))
+		return 0;
 	char *p = strdup(a->newpath);
 	if (!p)
 		return ref_fail(fs, ENOMEM, "out of memory");
@@ -415,7 +462,7 @@ static int new_dir_inside_old(ref_fs *fs, const struct rn *a)
 		len--;
 	p[len] = '\0';
 	struct vfs_name n;
-	int r = vfs_parent(fs, p, &n);
+	int r = vfs_parent_at(fs, a->nbase, p, &n);
 	if (!r && n.kind == LAST_NORM && vfs_is_standin(&a->oi)) /* the same entry? */
 		r = same_entry(&n, &a->on);
 	else if (!r && n.kind == LAST_NORM)
@@ -543,10 +590,18 @@ static int rename_apply(ref_fs *fs, const struct rn *a)
 
 int ref_rename(ref_fs *fs, const char *oldpath, const char *newpath, unsigned flags)
 {
+	const struct ref_ino *at = fs->at_set ? &fs->at : NULL;
+	return ref_renameat(fs, at, oldpath, at, newpath, flags);
+}
+
+int ref_renameat(ref_fs *fs, const struct ref_ino *olddir, const char *oldpath,
+		 const struct ref_ino *newdir, const char *newpath, unsigned flags)
+{
 	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE) ||
 	    (flags & RENAME_NOREPLACE && flags & RENAME_EXCHANGE))
 		return ref_fail(fs, EINVAL, "invalid rename flags");
-	struct rn a = { .oldpath = oldpath, .newpath = newpath, .flags = flags };
+	struct rn a = { .oldpath = oldpath, .newpath = newpath, .obase = olddir, .nbase = newdir,
+			.flags = flags };
 	int r = vfs_begin(fs, 16, false);
 	if (r || (r = rename_lookup(fs, &a)) || (r = rename_vfs_checks(fs, &a)) ||
 	    (r = rename_perm_checks(fs, &a)) || (r = rename_btrfs_checks(fs, &a)))

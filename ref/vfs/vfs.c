@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 
 
 int ref_mount(sim_volume *vol, const struct ref_mount_opts *o, ref_fs **out, char *err,
@@ -54,6 +55,7 @@ int ref_mount(sim_volume *vol, const struct ref_mount_opts *o, ref_fs **out, cha
 	if (o->dirty_limit)
 		fs->rw->dirty_limit = o->dirty_limit;
 	fs->rw->treelog = !o->notreelog;
+	fs->rw->realtime = o->realtime;
 	fs->rw->compress = o->compress;
 	fs->rw->compress_level = o->compress_level;
 	fs->rw->compress_force = o->compress && o->compress_force;
@@ -123,6 +125,13 @@ int vfs_begin(ref_fs *fs, unsigned items, bool deleting)
 			return r;
 	}
 	fs->rw->time_ns += 1000;
+	if (fs->rw->realtime) {
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		uint64_t ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+		if (now.tv_sec >= 0 && ns > fs->rw->time_ns) /* never back: the clock may be set back */
+			fs->rw->time_ns = ns;
+	}
 	r = vfs_reserve(fs, items, deleting);
 	fs->rw->op_mark = fs->rw->mods;
 	return r;
@@ -314,17 +323,31 @@ static int walk(ref_fs *fs, const struct ref_ino *start, const char *path, int *
 	}
 }
 
-int vfs_parent(ref_fs *fs, const char *path, struct vfs_name *out)
+int vfs_parent_at(ref_fs *fs, const struct ref_ino *base, const char *path, struct vfs_name *out)
 {
+	int depth = 0;
+	struct ref_ino root;
+	if (path && path[0] != '/' && base)
+		return walk(fs, base, path, &depth, out);
 	if (!path || path[0] != '/')
 		return ref_fail(fs, path && path[0] ? EINVAL : ENOENT,
 				"paths are absolute in the file system");
-	int depth = 0;
-	struct ref_ino root;
 	int r = ref_subvol_root(fs, BTRFS_FS_TREE_OBJECTID, &root);
 	if (r)
 		return r;
 	return walk(fs, &root, path, &depth, out);
+}
+
+int vfs_parent(ref_fs *fs, const char *path, struct vfs_name *out)
+{
+	return vfs_parent_at(fs, fs->at_set ? &fs->at : NULL, path, out);
+}
+
+void ref_chdir(ref_fs *fs, const struct ref_ino *at)
+{
+	fs->at_set = at != NULL;
+	if (at)
+		fs->at = *at;
 }
 
 int vfs_resolve(ref_fs *fs, const char *path, bool follow, struct ref_ino *out)

@@ -27,6 +27,9 @@ struct vfs_name {
 
 /* vfs.c */
 int vfs_parent(ref_fs *fs, const char *path, struct vfs_name *out);
+/* The same from base for a relative path (NULL: refused as vfs_parent
+ * refuses one without ref_chdir). */
+int vfs_parent_at(ref_fs *fs, const struct ref_ino *base, const char *path, struct vfs_name *out);
 int vfs_resolve(ref_fs *fs, const char *path, bool follow, struct ref_ino *out);
 /* The directory entry `name` in dir: 0, -ENOENT, or -errno. */
 int vfs_lookup(ref_fs *fs, const struct ref_ino *dir, const char *name, size_t len,
@@ -57,6 +60,10 @@ int orphan_cleanup(ref_fs *fs);
 /* reloc_recover.c: the relocation trees an interrupted balance left dropped,
  * before the orphan cleanup (which takes the data relocation inode). */
 int reloc_recover(ref_fs *fs);
+/* held.c: whether ino is open (ref_hold); its last link gone while it is:
+ * no links, an orphan item, the inode kept (ii as read, written back). */
+bool vfs_held(ref_fs *fs, const struct ref_ino *ino);
+int held_orphan(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_item *ii);
 /* A new inode in subvol (number, item inserted). */
 int inode_create(ref_fs *fs, uint64_t subvol, uint32_t mode, struct ref_ino *out,
 		 struct btrfs_inode_item *ii);
