@@ -43,6 +43,12 @@ void fm_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		r = -EROFS;
 	if (!r && S_ISDIR(st.st_mode) && (fi->flags & O_ACCMODE) != O_RDONLY)
 		r = -EISDIR;
+	/* O_TRUNC comes with the open (FUSE_CAP_ATOMIC_O_TRUNC): the kernel's
+	 * handle_truncate, times changed even when the file was empty. */
+	if (!r && fi->flags & O_TRUNC && S_ISREG(st.st_mode)) {
+		ref_chdir(fm->fs, &n->ino);
+		r = ref_truncate(fm->fs, "", 0);
+	}
 	if (r || (r = fm_hold(fm, n)))
 		return fm_reply_err(req, fm, "open", r);
 	fi->keep_cache = 1; /* the data changes only through this mount */

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #define TIMEOUT 1.0 /* seconds the kernel may cache names and attributes: every change comes through here */
 
@@ -26,7 +27,7 @@ int fm_report(fmount *fm, const char *op, int r)
 	case ENOENT: case EEXIST: case ENOTEMPTY: case ENODATA: case ERANGE: case EACCES:
 	case EPERM: case EISDIR: case ENOTDIR: case EINVAL: case EXDEV: case ENAMETOOLONG:
 	case EROFS: case EMLINK: case ELOOP: case EOPNOTSUPP: case EBUSY: case EFBIG:
-	case ENXIO: case EDQUOT: case ENODEV: case E2BIG:
+	case ENXIO: case EDQUOT: case ENODEV: case E2BIG: case ENOSPC:
 		break;
 	default: /* a failure of the file system, not an answer */
 		fm->failures++;
@@ -54,7 +55,7 @@ int fm_stat(fmount *fm, const struct fm_node *n, struct stat *st)
 	st->st_nlink = rs.nlink;
 	st->st_uid = rs.uid;
 	st->st_gid = rs.gid;
-	st->st_rdev = rs.rdev;
+	st->st_rdev = makedev(rs.rdev >> 20, rs.rdev & 0xfffff); /* the kernel's dev_t, as btrfs keeps it */
 	st->st_size = (off_t)rs.size;
 	uint32_t sector = LE32(ref_super(fm->fs)->sectorsize);
 	st->st_blocks = (blkcnt_t)((rs.nbytes + sector - 1) / sector * sector / 512);

@@ -109,8 +109,7 @@ uint8_t mode_to_ft(uint32_t mode)
 	}
 }
 
-/* The next free inode number of a subvolume. */
-static int next_ino(ref_fs *fs, struct rw_tree *t, uint64_t *out)
+int inode_numbers_known(ref_fs *fs, struct rw_tree *t)
 {
 	if (!t->next_ino) {
 		struct ref_path p;
@@ -129,6 +128,15 @@ static int next_ino(ref_fs *fs, struct rw_tree *t, uint64_t *out)
 		}
 		t->next_ino = high + 1;
 	}
+	return 0;
+}
+
+/* The next free inode number of a subvolume. */
+static int next_ino(ref_fs *fs, struct rw_tree *t, uint64_t *out)
+{
+	int r = inode_numbers_known(fs, t);
+	if (r)
+		return r;
 	if (t->next_ino > BTRFS_LAST_FREE_OBJECTID)
 		return ref_fail(fs, ENOSPC, "no inode numbers left");
 	*out = t->next_ino++;

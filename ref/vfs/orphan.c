@@ -63,6 +63,10 @@ int orphan_cleanup(ref_fs *fs)
 			continue; /* (images of old mkfs versions have none) */
 		if ((r = rw_tree_get(fs, id, &t)) || t->rdonly)
 			continue;
+		/* Numbers of the inodes cleaned up are not given again (the
+		 * kernel knew its highest before the cleanup). */
+		if ((r = inode_numbers_known(fs, t)))
+			break;
 		uint64_t ino;
 		/* A bound against an item that will not go (each pass removes one). */
 		for (unsigned pass = 0; !r && pass < 1000000; pass++) {

@@ -64,6 +64,10 @@ int reloc_recover(ref_fs *fs);
  * no links, an orphan item, the inode kept (ii as read, written back). */
 bool vfs_held(ref_fs *fs, const struct ref_ino *ino);
 int held_orphan(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_item *ii);
+/* The subvolume's next free inode number found (above its highest item),
+ * as the kernel finds it when it reads the root (btrfs_init_root_free_objectid):
+ * before the orphan cleanup removes anything. */
+int inode_numbers_known(ref_fs *fs, struct rw_tree *t);
 /* A new inode in subvol (number, item inserted). */
 int inode_create(ref_fs *fs, uint64_t subvol, uint32_t mode, struct ref_ino *out,
 		 struct btrfs_inode_item *ii);
