@@ -25,6 +25,14 @@ static const char usage_text[] =
 	"a workload file.\n"
 	"\n"
 	EXPLORE_OPTS_HELP
+	"  --check CMD         an application's checker (traces/README.md, \"Recording\n"
+	"                      applications\"): in each state the oracle accepts, the\n"
+	"                      file system is mounted through FUSE on a writable copy\n"
+	"                      and CMD runs there under sh -c, in the mount; a status\n"
+	"                      other than 0 is a violation (verdict app); states with\n"
+	"                      the same tree share the verdict (ref target only)\n"
+	"  --check-timeout S   a checker still running after S seconds is killed, with\n"
+	"                      all it started, and that is a violation (60)\n"
 	"  --db FILE           record the run in the trace database FILE (created when\n"
 	"                      missing): IO log, results, crash states, violations;\n"
 	"                      list with 'btrsim runs', replay with 'btrsim replay'\n"
@@ -47,6 +55,8 @@ static int cmd_explore(int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "db", required_argument, NULL, 'D' },
 		{ "no-minimize", no_argument, NULL, 'M' },
+		{ "check", required_argument, NULL, 'C' },
+		{ "check-timeout", required_argument, NULL, 'T' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -67,6 +77,20 @@ static int cmd_explore(int argc, char **argv)
 		switch (c) {
 		case 'D': db = optarg; break;
 		case 'M': minimize = false; break;
+		case 'C':
+			if (!optarg[0])
+				return cli_usage_error(&cli_cmd_explore, "--check takes a command");
+			ce.o.check_cmd = optarg;
+			break;
+		case 'T': {
+			uint64_t v;
+			if (cli_parse_u64(optarg, &v, 0) || v < 1 || v > 86400)
+				return cli_usage_error(&cli_cmd_explore,
+						       "--check-timeout takes 1 to 86400 seconds, not '%s'",
+						       optarg);
+			ce.o.check_timeout_ms = (unsigned)v * 1000;
+			break;
+		}
 		case 'q': quiet = true; break;
 		case 'v': ce.o.log = stdout; break;
 		case 'h': return cli_help(&cli_cmd_explore);
@@ -95,6 +119,11 @@ static int cmd_explore(int argc, char **argv)
 	if (cli_explore_load(&ce, err, sizeof(err))) {
 		wl_free(&w);
 		return cli_fail(&cli_cmd_explore, "%s", err);
+	}
+	if (ce.o.check_cmd && ce.o.target == EXPLORE_KERNEL) {
+		wl_free(&w);
+		cli_explore_free(&ce);
+		return cli_usage_error(&cli_cmd_explore, "--check runs with ref's states: not with --target kernel");
 	}
 	/* Opened first, so that a database that cannot be used stops the
 	 * command before the exploration rather than after it. */
@@ -127,6 +156,9 @@ static int cmd_explore(int argc, char **argv)
 		printf(", %zu judged by an earlier state with the same disks", res->cached);
 	if (res->hangs)
 		printf(", %zu hang%s", res->hangs, res->hangs == 1 ? "" : "s");
+	if (ce.o.check_cmd)
+		printf("; the checker ran in %zu states (%zu more shared a tree with one of them%s)",
+		       res->checked, res->check_cached, res->check_hangs ? ", some hung" : "");
 	if (res->degraded_states)
 		printf("; %zu states with a disk lost, %zu of them unreadable (the write hole)",
 		       res->degraded_states, res->write_hole);

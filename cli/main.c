@@ -56,6 +56,7 @@ static const struct cli_cmd *const commands[] = {
 	&cli_cmd_balance,
 	&cli_cmd_map,
 	&cli_cmd_mount,
+	&cli_cmd_record,
 	&cli_cmd_demo,
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -189,6 +189,11 @@ int ref_subvol_info(ref_fs *fs, uint64_t subvol, struct ref_subvol_info *out);
 /* A subvolume's path from the top level ("" for the top level itself), as
  * `btrfs subvolume list` prints it. */
 int ref_subvol_path(ref_fs *fs, uint64_t subvol, char *buf, size_t len);
+/* An inode's path from the top level ("/", "/sv/a/b"): its first name (an
+ * INODE_REF's, else an INODE_EXTREF's) and its directories' up to its
+ * subvolume's root, after the subvolume's path.  -ENOENT when it has no name
+ * (unlinked while open), -ENAMETOOLONG past len. */
+int ref_ino_path(ref_fs *fs, const struct ref_ino *ino, char *buf, size_t len);
 /* The ids of every linked subvolume but the top level, ascending; free *ids. */
 int ref_subvol_ids(ref_fs *fs, uint64_t **ids, size_t *n);
 /* The lowest-numbered linked subvolume, then the top level, whose

@@ -32,6 +32,7 @@ void explore_defaults(struct explore_opts *o)
 	o->minimize_picks = true;
 	o->treelog = true; /* the kernel's default */
 	o->timeout_ms = 30000;
+	o->check_timeout_ms = 60000;
 }
 
 uint32_t explore_sector_size(const struct explore_opts *o)
@@ -43,7 +44,7 @@ const char *explore_verdict_name(enum explore_verdict v)
 {
 	static const char *const names[EXPLORE_NVERDICTS] = { "ok",	"mount",    "check",
 							       "read",	"oracle",   "detected",
-							       "disagree" };
+							       "disagree", "app" };
 	return (unsigned)v < EXPLORE_NVERDICTS ? names[v] : "?";
 }
 
@@ -72,6 +73,8 @@ static bool persists(const struct wl_op *op)
 	enum wl_kind k = op->kind;
 	if (k == WL_WRITE)
 		return op->len && (op->flags & (WL_WRITE_SYNC | WL_WRITE_DSYNC));
+	if (k == WL_PWRITE)
+		return op->vlen && (op->flags & (WL_WRITE_SYNC | WL_WRITE_DSYNC));
 	return k == WL_FSYNC || k == WL_FDATASYNC || k == WL_SYNC || k == WL_SUBVOL_CREATE ||
 	       k == WL_SNAPSHOT || k == WL_SUBVOL_DELETE || k == WL_BALANCE || k == WL_RECEIVE ||
 	       k == WL_DEVICE_REMOVE;
@@ -693,8 +696,9 @@ static int explore_log(struct ex *x, sim_volume *base, const struct sim_io *log,
 	sim_volume_set_recording(cursor, false);
 	int r = 0;
 	size_t from = first;
-	if (x->o->skip_ops && x->o->skip_ops < x->nspans)
-		from = x->spans[x->o->skip_ops].start;
+	size_t skip = wl_setup_ops(x->w) > x->o->skip_ops ? wl_setup_ops(x->w) : x->o->skip_ops;
+	if (skip && skip < x->nspans)
+		from = x->spans[skip].start;
 	size_t total = 1, done = 0;
 	for (size_t i = from; i < n; i++)
 		total += crash_point(&log[i]);
@@ -790,7 +794,9 @@ int explore_run(const struct wl_workload *w, const struct explore_opts *o,
 		if (!r)
 			r = kernel_record(&x, &vol, &base, &mkfs_ios, err, errlen);
 	} else {
-		r = make_volume(o, &vol, &mkfs_ios, err, errlen);
+		r = explore_check_init(&x, err, errlen);
+		if (!r)
+			r = make_volume(o, &vol, &mkfs_ios, err, errlen);
 		if (!r && sim_volume_clone(vol, &base))
 			r = fail(err, errlen, ENOMEM, "%s", "cloning the volume failed");
 		if (!r)
@@ -830,6 +836,7 @@ int explore_run(const struct wl_workload *w, const struct explore_opts *o,
 	}
 	free(x.spans);
 	free(x.dmg);
+	explore_check_free(&x);
 	if (x.kern)
 		kern_free(x.kern);
 	if (base)

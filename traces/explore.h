@@ -44,9 +44,12 @@ enum explore_verdict {
 	 * another tree for the same disks, or btrsim check finds errors btrfs
 	 * check does not (a finding about ref, not the kernel) */
 	EXPLORE_DISAGREE,
+	/* legal for the file system, but the application's checker (explore
+	 * --check) failed on it, or did not finish in time */
+	EXPLORE_APP,
 	EXPLORE_NVERDICTS
 };
-/* "ok", "mount", "check", "read", "oracle", "detected", "disagree". */
+/* "ok", "mount", "check", "read", "oracle", "detected", "disagree", "app". */
 const char *explore_verdict_name(enum explore_verdict v);
 
 /* One judged crash state, as the sink sees it. */
@@ -109,6 +112,12 @@ struct explore_opts {
 	 * log's promises (explore_logtree.c) rather than a commit's. */
 	bool treelog;
 	const struct fault_plan *faults; /* armed while the workload runs (NULL: none) */
+	/* An application's checker (explore --check; explore_check.c): run
+	 * under sh -c in each state the oracle accepts, mounted through FUSE
+	 * on a writable copy; exit 0: consistent.  NULL: none.  The ref
+	 * target only.  check_timeout_ms: its time limit (0: none). */
+	const char *check_cmd;
+	unsigned check_timeout_ms;
 	const struct explore_sink *sink; /* NULL: nothing recorded */
 	FILE *log;           /* one line per crash point (NULL: quiet) */
 	FILE *progress;      /* a progress line rewritten in place (NULL: none) */
@@ -130,6 +139,9 @@ struct explore_result {
 	 * not finish in time (each also a violation), and states judged by
 	 * the verdict of an earlier state with the same disks. */
 	size_t hangs, cached;
+	/* explore --check: states the checker ran in, states given the verdict
+	 * of an earlier one with the same tree, and checker runs that hung. */
+	size_t checked, check_cached, check_hangs;
 	double seconds;
 	/* The first violation: its state, verdict and picks (minimized when
 	 * minimize_picks is set), and the text: where, and the diff. */

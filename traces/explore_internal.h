@@ -62,12 +62,23 @@ struct ex {
 	size_t flushes_before;
 	/* The kernel target's state (kernel_internal.h); NULL for ref. */
 	struct kern *kern;
+	/* explore --check (explore_check.c); NULL without a checker. */
+	struct app_check *app;
 	struct dmg {
 		unsigned disk;
 		uint64_t seq; /* in the replaying volume's log */
 	} *dmg;
 	size_t ndmg, dmg_cap;
 };
+
+/* explore_check.c: the checker's mount point and the verdicts by tree
+ * (init: 0, or -errno with err set; nothing without o->check_cmd), and the
+ * checker's verdict on state v whose description is text (the oracle
+ * accepted it). */
+int explore_check_init(struct ex *x, char *err, size_t errlen);
+void explore_check_free(struct ex *x);
+enum explore_verdict explore_check_app(const struct ex *x, sim_volume *v, const char *text,
+				       char *why, size_t whylen);
 
 /* Recording (explore.c), for each target's driver: begin makes the arrays
  * for the workload's operations and the model; each operation j, once run,

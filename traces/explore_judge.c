@@ -395,6 +395,8 @@ enum explore_verdict explore_judge(const struct ex *x, sim_volume *v, size_t poi
 			verdict = damaged && explore_detected(err) ? EXPLORE_DETECTED : EXPLORE_READ;
 		} else {
 			verdict = explore_legal(x, point, text, ref_subvols, fs, damaged, why, whylen);
+			if (verdict == EXPLORE_OK && x->app)
+				verdict = explore_check_app(x, v, text, why, whylen);
 		}
 		free(text);
 	}

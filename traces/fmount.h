@@ -11,6 +11,7 @@
 #define BTRSIM_TRACES_FMOUNT_H
 
 #include "ref/vfs.h"
+#include "traces/workload.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -27,6 +28,9 @@ struct fmount_opts {
 	bool allow_other;   /* other users may enter (FUSE's allow_other; needs root
 			       or user_allow_other in /etc/fuse.conf) */
 	bool debug;         /* FUSE's -d: every request printed */
+	/* btrsim record: each change appended here as a workload op (the
+	 * mount must show the top level: paths are from it). */
+	struct wl_workload *record;
 	char *subvol_buf;   /* owned copy of subvol (fmount_opts_free) */
 };
 
@@ -57,5 +61,61 @@ void fmount_free(fmount *fm);
  * (EIO, EUCLEAN, ENOMEM, ENOSPC, ...): each printed to stderr as it
  * happened. */
 uint64_t fmount_failures(const fmount *fm);
+/* A program to run in a mount (fmount_run): argv, or with shell a command
+ * line for sh -c in argv[0]; its output (stdout and stderr) to out_fd (-1:
+ * ours); a time limit in milliseconds (0: none). */
+struct fmount_prog {
+	char *const *argv;
+	bool shell;
+	int out_fd;
+	unsigned timeout_ms;
+};
+struct fmount_exit {
+	int status;         /* as waitpid gives it */
+	bool timed_out;     /* killed at the time limit (with its process group) */
+	uint64_t failures;  /* requests that failed with a file system's error */
+	int gaps;           /* recording: fmount_record_gaps' answer, gap its line */
+	char gap[160];
+};
+/* Mounts fs at mountpoint, serves it from a thread while the program runs
+ * there (its working directory; stdin /dev/null; its own process group,
+ * killed whole at the time limit and when it exits), then unmounts.  0
+ * with *ex filled; -errno when the mount or the program could not start
+ * (err says why: "cannot run CMD: No such file or directory"). */
+int fmount_run(ref_fs *fs, const struct fmount_opts *o, const char *mountpoint,
+	       const struct fmount_prog *prog, struct fmount_exit *ex, char *err, size_t errlen);
+
+/* What recording left out: 0 nothing; 1 calls the language cannot say, or
+ * -ENOMEM changes lost, with a line in buf. */
+int fmount_record_gaps(const fmount *fm, char *buf, size_t len);
+
+/* `btrsim record` (fmount_app.c): the program run in a FUSE mount of a
+ * fresh file system made as explore makes its own (disk_size, nodesize,
+ * seed: explore's), every change recorded into w; setup_dir (may be NULL)
+ * copied in first with cp -a through the mount, then `sync` and `mark
+ * setup`; then w replayed on another fresh file system, each op wanting the
+ * result it gave.  0 with *res filled (the program may have failed: its
+ * status), or -errno when the recording could not be made. */
+struct app_record_opts {
+	uint64_t disk_size;
+	uint32_t nodesize;
+	uint64_t seed;
+	const char *setup_dir;
+	char *const *argv;
+	unsigned timeout_ms;
+	const char *mountpoint; /* an empty directory for the mount */
+};
+struct app_record_result {
+	int status;           /* the program's, as waitpid gives it */
+	bool timed_out;
+	size_t setup_ops;     /* ops of the setup, its sync and mark included */
+	uint64_t failures;    /* requests that failed with a file system's error */
+	int gaps;             /* fmount_record_gaps' answer, gap its line */
+	char gap[160];
+	size_t mismatches;    /* replayed ops whose result was not the recorded one */
+	char mismatch[512];   /* the first */
+};
+int app_record(const struct app_record_opts *o, struct wl_workload *w,
+	       struct app_record_result *res, char *err, size_t errlen);
 
 #endif

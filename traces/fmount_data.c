@@ -46,8 +46,12 @@ void fm_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* O_TRUNC comes with the open (FUSE_CAP_ATOMIC_O_TRUNC): the kernel's
 	 * handle_truncate, times changed even when the file was empty. */
 	if (!r && fi->flags & O_TRUNC && S_ISREG(st.st_mode)) {
+		struct wl_op op;
+		fm_op_init(&op, WL_TRUNCATE);
+		op.path = fm_rec_path(fm, n, NULL);
 		ref_chdir(fm->fs, &n->ino);
 		r = ref_truncate(fm->fs, "", 0);
+		fm_rec(fm, &op, r);
 	}
 	if (r || (r = fm_hold(fm, n)))
 		return fm_reply_err(req, fm, "open", r);
@@ -84,8 +88,16 @@ void fm_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_
 {
 	(void)fi;
 	fmount *fm = fm_of(req);
-	ref_chdir(fm->fs, &fm_node(fm, ino)->ino);
+	struct fm_node *node = fm_node(fm, ino);
+	struct wl_op op;
+	fm_op_init(&op, WL_PWRITE);
+	op.path = fm_rec_path(fm, node, NULL);
+	op.off = (uint64_t)off;
+	op.value = (uint8_t *)buf;
+	op.vlen = size;
+	ref_chdir(fm->fs, &node->ino);
 	ssize_t n = ref_write(fm->fs, "", buf, size, (uint64_t)off);
+	fm_rec(fm, &op, n < 0 ? (int)n : 0);
 	if (n < 0)
 		return fm_reply_err(req, fm, "write", (int)n);
 	fuse_reply_write(req, (size_t)n);
@@ -95,8 +107,13 @@ void fm_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_inf
 {
 	(void)fi;
 	fmount *fm = fm_of(req);
-	ref_chdir(fm->fs, &fm_node(fm, ino)->ino);
+	struct fm_node *n = fm_node(fm, ino);
+	struct wl_op op;
+	fm_op_init(&op, datasync ? WL_FDATASYNC : WL_FSYNC);
+	op.path = fm_rec_path(fm, n, NULL);
+	ref_chdir(fm->fs, &n->ino);
 	int r = fm->opts.ro ? 0 : datasync ? ref_fdatasync(fm->fs, "") : ref_fsync(fm->fs, "");
+	fm_rec(fm, &op, r);
 	if (r)
 		return fm_reply_err(req, fm, "fsync", r);
 	fuse_reply_err(req, 0);
@@ -107,10 +124,25 @@ void fm_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len
 {
 	(void)fi;
 	fmount *fm = fm_of(req);
-	ref_chdir(fm->fs, &fm_node(fm, ino)->ino);
+	struct fm_node *n = fm_node(fm, ino);
+	ref_chdir(fm->fs, &n->ino);
 	if (off < 0 || len <= 0) /* vfs_fallocate's own check, before the file system's */
 		return fm_reply_err(req, fm, "fallocate", -EINVAL);
+	struct wl_op op;
+	fm_op_init(&op, WL_FALLOCATE);
+	/* the modes the language has (FALLOC_FL_* values); a refused other
+	 * mode changed nothing */
+	bool said = mode == 0 || mode == WL_FALLOC_KEEP_SIZE ||
+		    mode == (WL_FALLOC_PUNCH_HOLE | WL_FALLOC_KEEP_SIZE) || mode == WL_FALLOC_ZERO_RANGE ||
+		    mode == (WL_FALLOC_ZERO_RANGE | WL_FALLOC_KEEP_SIZE);
+	op.path = said ? fm_rec_path(fm, n, NULL) : NULL;
+	op.flags = mode;
+	op.off = (uint64_t)off;
+	op.len = (uint64_t)len;
 	int r = ref_fallocate(fm->fs, "", mode, (uint64_t)off, (uint64_t)len);
+	if (!said && !r)
+		fm_rec_unsaid(fm, "fallocate with a mode the language has not");
+	fm_rec(fm, &op, r);
 	if (r)
 		return fm_reply_err(req, fm, "fallocate", r);
 	fuse_reply_err(req, 0);

@@ -36,6 +36,8 @@ struct fmount {
 	size_t nbuckets, nnodes;
 	struct fm_node *all; /* every node but the root */
 	uint64_t failures;
+	uint64_t rec_lost, rec_unsaid; /* recording: changes lost, calls left out */
+	char rec_first_unsaid[96];
 };
 
 /* fmount_nodes.c */
@@ -88,6 +90,22 @@ void fm_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *v
 void fm_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
 void fm_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void fm_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+
+/* fmount_record.c (each a no-op when not recording) */
+/* The path from the top level of node n, or of name in it (name not NULL):
+ * malloc'd; NULL when not recording or n has no name. */
+char *fm_rec_path(fmount *fm, const struct fm_node *n, const char *name);
+/* Appends op (its path, and path2 for link and rename, from fm_rec_path:
+ * freed here) with r's errno as its expectation; nothing when a path is
+ * NULL. */
+void fm_rec(fmount *fm, struct wl_op *op, int r);
+/* A call the language cannot say, left out (counted, the first named). */
+void fm_rec_unsaid(fmount *fm, const char *what);
+
+static inline void fm_op_init(struct wl_op *op, enum wl_kind k)
+{
+	*op = (struct wl_op){ .kind = k };
+}
 
 static inline fmount *fm_of(fuse_req_t req)
 {

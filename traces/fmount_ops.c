@@ -140,14 +140,34 @@ static void fm_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	fmount *fm = fm_of(req);
 	struct fm_node *n = fm_node(fm, ino);
 	ref_chdir(fm->fs, &n->ino);
+	/* the language's chown, chmod and utimes follow symlinks: a symlink's
+	 * own cannot be said */
+	struct stat st;
+	bool link = fm->opts.record && !fm_stat(fm, n, &st) && S_ISLNK(st.st_mode);
+	struct wl_op op;
 	int r = 0;
-	if (to_set & FUSE_SET_ATTR_SIZE)
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		fm_op_init(&op, WL_TRUNCATE);
+		op.path = fm_rec_path(fm, n, NULL);
+		op.size = (uint64_t)attr->st_size;
 		r = ref_truncate(fm->fs, "", (uint64_t)attr->st_size);
-	if (!r && to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))
-		r = ref_lchown(fm->fs, "", to_set & FUSE_SET_ATTR_UID ? attr->st_uid : (uint32_t)-1,
-			       to_set & FUSE_SET_ATTR_GID ? attr->st_gid : (uint32_t)-1);
-	if (!r && to_set & FUSE_SET_ATTR_MODE)
-		r = ref_chmod(fm->fs, "", attr->st_mode & 07777);
+		fm_rec(fm, &op, r);
+	}
+	if (!r && to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
+		fm_op_init(&op, WL_CHOWN);
+		op.path = link ? (fm_rec_unsaid(fm, "chown of a symlink itself"), NULL) : fm_rec_path(fm, n, NULL);
+		op.uid = to_set & FUSE_SET_ATTR_UID ? attr->st_uid : (uint32_t)-1;
+		op.gid = to_set & FUSE_SET_ATTR_GID ? attr->st_gid : (uint32_t)-1;
+		r = ref_lchown(fm->fs, "", op.uid, op.gid);
+		fm_rec(fm, &op, r);
+	}
+	if (!r && to_set & FUSE_SET_ATTR_MODE) {
+		fm_op_init(&op, WL_CHMOD);
+		op.path = fm_rec_path(fm, n, NULL);
+		op.mode = attr->st_mode & 07777;
+		r = ref_chmod(fm->fs, "", op.mode);
+		fm_rec(fm, &op, r);
+	}
 	if (!r && to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) {
 		struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT } };
 		if (to_set & FUSE_SET_ATTR_ATIME)
@@ -156,7 +176,18 @@ static void fm_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		if (to_set & FUSE_SET_ATTR_MTIME)
 			ts[1] = to_set & FUSE_SET_ATTR_MTIME_NOW ? (struct timespec){ .tv_nsec = UTIME_NOW }
 								 : attr->st_mtim;
+		fm_op_init(&op, WL_UTIMES);
+		op.path = link ? (fm_rec_unsaid(fm, "utimes of a symlink itself"), NULL) : fm_rec_path(fm, n, NULL);
 		r = ref_lutimes(fm->fs, "", ts);
+		/* "now" recorded as the time it became (the language has no now) */
+		struct stat after;
+		if (op.path && !r && !fm_stat(fm, n, &after)) {
+			op.atime = ts[0].tv_nsec == UTIME_NOW ? after.st_atim : ts[0];
+			op.mtime = ts[1].tv_nsec == UTIME_NOW ? after.st_mtim : ts[1];
+		} else {
+			op.atime = ts[0], op.mtime = ts[1];
+		}
+		fm_rec(fm, &op, r);
 	}
 	if (r)
 		return fm_reply_err(req, fm, "setattr", r);
@@ -200,27 +231,55 @@ static void made(fuse_req_t req, struct fm_node *p, const char *name, int r, con
 
 static void fm_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
+	fmount *fm = fm_of(req);
 	struct fm_node *p = prepare(req, parent);
-	made(req, p, name, ref_mknod(fm_of(req)->fs, name, mode, rdev), "mknod");
+	struct wl_op op;
+	fm_op_init(&op, WL_CREATE);
+	op.path = S_ISREG(mode) ? fm_rec_path(fm, p, name)
+				: (fm_rec_unsaid(fm, "mknod of a fifo, socket or device"), NULL);
+	op.mode = mode & 07777;
+	int r = ref_mknod(fm->fs, name, mode, rdev);
+	fm_rec(fm, &op, r);
+	made(req, p, name, r, "mknod");
 }
 
 static void fm_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
+	fmount *fm = fm_of(req);
 	struct fm_node *p = prepare(req, parent);
-	made(req, p, name, ref_mkdir(fm_of(req)->fs, name, mode & 07777), "mkdir");
+	struct wl_op op;
+	fm_op_init(&op, WL_MKDIR);
+	op.path = fm_rec_path(fm, p, name);
+	op.mode = mode & 07777;
+	int r = ref_mkdir(fm->fs, name, op.mode);
+	fm_rec(fm, &op, r);
+	made(req, p, name, r, "mkdir");
 }
 
 static void fm_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
+	fmount *fm = fm_of(req);
 	struct fm_node *p = prepare(req, parent);
-	made(req, p, name, ref_symlink(fm_of(req)->fs, link, name), "symlink");
+	struct wl_op op;
+	fm_op_init(&op, WL_SYMLINK);
+	op.path = fm_rec_path(fm, p, name);
+	op.path2 = (char *)link;
+	int r = ref_symlink(fm->fs, link, name);
+	fm_rec(fm, &op, r);
+	made(req, p, name, r, "symlink");
 }
 
 static void fm_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
 	fmount *fm = fm_of(req);
 	struct fm_node *n = fm_node(fm, ino), *p = fm_node(fm, newparent);
-	made(req, p, newname, ref_linkat(fm->fs, &n->ino, "", &p->ino, newname), "link");
+	struct wl_op op;
+	fm_op_init(&op, WL_LINK);
+	op.path = fm_rec_path(fm, n, NULL);
+	op.path2 = fm_rec_path(fm, p, newname);
+	int r = ref_linkat(fm->fs, &n->ino, "", &p->ino, newname);
+	fm_rec(fm, &op, r);
+	made(req, p, newname, r, "link");
 }
 
 static void removed(fuse_req_t req, const struct ref_ino *victim, int r, const char *op)
@@ -232,22 +291,28 @@ static void removed(fuse_req_t req, const struct ref_ino *victim, int r, const c
 	fuse_reply_err(req, 0);
 }
 
-static void fm_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, bool dir)
 {
 	fmount *fm = fm_of(req);
 	struct fm_node *p = prepare(req, parent);
 	struct ref_ino victim = { 0, 0 };
 	find(fm, &p->ino, name, &victim);
-	removed(req, &victim, ref_unlink(fm->fs, name), "unlink");
+	struct wl_op op;
+	fm_op_init(&op, dir ? WL_RMDIR : WL_UNLINK);
+	op.path = fm_rec_path(fm, p, name);
+	int r = dir ? ref_rmdir(fm->fs, name) : ref_unlink(fm->fs, name);
+	fm_rec(fm, &op, r);
+	removed(req, &victim, r, dir ? "rmdir" : "unlink");
+}
+
+static void fm_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_name(req, parent, name, false);
 }
 
 static void fm_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	fmount *fm = fm_of(req);
-	struct fm_node *p = prepare(req, parent);
-	struct ref_ino victim = { 0, 0 };
-	find(fm, &p->ino, name, &victim);
-	removed(req, &victim, ref_rmdir(fm->fs, name), "rmdir");
+	remove_name(req, parent, name, true);
 }
 
 static void fm_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
@@ -259,8 +324,14 @@ static void fm_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 		return fm_reply_err(req, fm, "rename", -EINVAL);
 	struct ref_ino victim = { 0, 0 };
 	find(fm, &np->ino, newname, &victim);
-	removed(req, &victim, ref_renameat(fm->fs, &p->ino, name, &np->ino, newname, flags),
-		"rename");
+	struct wl_op op;
+	fm_op_init(&op, WL_RENAME);
+	op.path = fm_rec_path(fm, p, name);
+	op.path2 = fm_rec_path(fm, np, newname);
+	op.flags = (int)flags; /* RENAME_NOREPLACE, RENAME_EXCHANGE: the language's values */
+	int r = ref_renameat(fm->fs, &p->ino, name, &np->ino, newname, flags);
+	fm_rec(fm, &op, r);
+	removed(req, &victim, r, "rename");
 }
 
 static void fm_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -269,7 +340,12 @@ static void fm_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	fmount *fm = fm_of(req);
 	struct fm_node *p = prepare(req, parent);
 	struct ref_ino ino;
+	struct wl_op op;
+	fm_op_init(&op, WL_CREATE);
+	op.path = fm_rec_path(fm, p, name);
+	op.mode = mode & 07777;
 	int r = ref_create(fm->fs, name, mode & 07777);
+	fm_rec(fm, &op, r);
 	if (!r)
 		r = find(fm, &p->ino, name, &ino);
 	if (r)

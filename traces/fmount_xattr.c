@@ -10,12 +10,79 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The node's path for the record, unless it is a symlink: the language's
+ * xattr calls follow symlinks, so a symlink's own cannot be said. */
+static char *unsaid_if_link(fmount *fm, const struct fm_node *n, const char *what)
+{
+	struct stat st;
+	if (fm->opts.record && !fm_stat(fm, n, &st) && S_ISLNK(st.st_mode)) {
+		fm_rec_unsaid(fm, what);
+		return NULL;
+	}
+	return fm_rec_path(fm, n, NULL);
+}
+
+/* POSIX ACLs are no plain xattrs: the kernel keeps an access ACL that says
+ * no more than the mode as the mode alone (acl.c), and removing an ACL
+ * that is not there succeeds.  The language's setxattr stores bytes (the
+ * oracle's model knows no ACLs), so an ACL call is recorded as what it
+ * did: a chmod to the mode it left, nothing, or, when it stored an ACL,
+ * left out and counted. */
+static bool is_acl(const char *name)
+{
+	return !strncmp(name, "system.posix_acl_", 17);
+}
+
+static void record_acl(fmount *fm, struct fm_node *n, const char *name, bool removing, bool had,
+		       int r)
+{
+	if (!fm->opts.record || r)
+		return; /* (a refusal changed nothing) */
+	ref_chdir(fm->fs, &n->ino);
+	bool stored = ref_getxattr(fm->fs, "", name, NULL, 0) >= 0;
+	struct stat st;
+	if (stored || (removing && had) || strcmp(name, "system.posix_acl_access")) {
+		if (stored || had)
+			fm_rec_unsaid(fm, "a POSIX ACL beyond the mode bits");
+		return;
+	}
+	if (removing || fm_stat(fm, n, &st))
+		return;
+	struct wl_op op;
+	fm_op_init(&op, WL_CHMOD);
+	op.path = fm_rec_path(fm, n, NULL);
+	op.mode = st.st_mode & 07777;
+	fm_rec(fm, &op, 0);
+}
+
 void fm_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
 		 int flags)
 {
 	fmount *fm = fm_of(req);
-	ref_chdir(fm->fs, &fm_node(fm, ino)->ino);
+	struct fm_node *n = fm_node(fm, ino);
+	if (is_acl(name)) {
+		ref_chdir(fm->fs, &n->ino);
+		int r = ref_lsetxattr(fm->fs, "", name, value, size, flags);
+		record_acl(fm, n, name, false, false, r);
+		if (r)
+			return fm_reply_err(req, fm, "setxattr", r);
+		return (void)fuse_reply_err(req, 0);
+	}
+	struct wl_op op;
+	fm_op_init(&op, WL_SETXATTR);
+	op.path = unsaid_if_link(fm, n, "setxattr of a symlink itself");
+	op.name = (char *)name;
+	op.value = (uint8_t *)value;
+	op.vlen = size;
+	ref_chdir(fm->fs, &n->ino);
 	int r = ref_lsetxattr(fm->fs, "", name, value, size, flags);
+	/* the language's setxattr has no flags: a refusal for them changed
+	 * nothing, a success is the plain call's */
+	if (flags && r) {
+		free(op.path);
+		op.path = NULL;
+	}
+	fm_rec(fm, &op, r);
 	if (r)
 		return fm_reply_err(req, fm, "setxattr", r);
 	fuse_reply_err(req, 0);
@@ -24,8 +91,23 @@ void fm_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *v
 void fm_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	fmount *fm = fm_of(req);
-	ref_chdir(fm->fs, &fm_node(fm, ino)->ino);
+	struct fm_node *n = fm_node(fm, ino);
+	if (is_acl(name)) {
+		ref_chdir(fm->fs, &n->ino);
+		bool had = ref_getxattr(fm->fs, "", name, NULL, 0) >= 0;
+		int r = ref_lremovexattr(fm->fs, "", name);
+		record_acl(fm, n, name, true, had, r);
+		if (r)
+			return fm_reply_err(req, fm, "removexattr", r);
+		return (void)fuse_reply_err(req, 0);
+	}
+	struct wl_op op;
+	fm_op_init(&op, WL_REMOVEXATTR);
+	op.path = unsaid_if_link(fm, n, "removexattr of a symlink itself");
+	op.name = (char *)name;
+	ref_chdir(fm->fs, &n->ino);
 	int r = ref_lremovexattr(fm->fs, "", name);
+	fm_rec(fm, &op, r);
 	if (r)
 		return fm_reply_err(req, fm, "removexattr", r);
 	fuse_reply_err(req, 0);

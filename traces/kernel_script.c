@@ -80,6 +80,15 @@ static void put_op(FILE *f, const struct wl_op *op)
 			(unsigned)(op->seed & 0xff), op->off, op->len);
 		put_path(f, op->path);
 		break;
+	case WL_PWRITE: /* the bytes themselves, through dd */
+		fputs("printf '", f);
+		for (size_t i = 0; i < op->vlen; i++)
+			fprintf(f, "\\%03o", op->value[i]);
+		fprintf(f, "' | dd status=none conv=notrunc oflag=seek_bytes%s seek=%" PRIu64 " of=",
+			op->flags & WL_WRITE_SYNC ? ",sync" : op->flags & WL_WRITE_DSYNC ? ",dsync" : "",
+			op->off);
+		put_path(f, op->path);
+		break;
 	case WL_TRUNCATE:
 		fprintf(f, "xfs_io -c 'truncate %" PRIu64 "' ", op->size);
 		put_path(f, op->path);

@@ -70,12 +70,13 @@ int minimize_workload(const struct wl_workload *w, const struct explore_opts *o,
 	}
 	for (size_t i = 0; i < n; i++)
 		keep[i] = true;
+	size_t setup = wl_setup_ops(w); /* always kept: the workload's starting point */
 	unsigned runs = 0;
 	size_t parts = 2;
 	/* ddmin over the kept ops: remove one of `parts` chunks at a time. */
 	for (;;) {
 		size_t m = 0;
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = setup; i < n; i++)
 			if (keep[i])
 				idx[m++] = i;
 		if (m < 2 || runs >= MINIMIZE_MAX_RUNS)

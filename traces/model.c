@@ -1678,6 +1678,10 @@ int model_apply(struct model *m, const struct wl_op *op, int result, char *err, 
 		return make(m, op, err, errlen);
 	case WL_WRITE:
 		return do_write(m, op, err, errlen);
+	case WL_PWRITE: /* the bytes are the workload's, which outlives the model */
+		if (op->vlen && !op->value)
+			return disagree(err, errlen, op, "no data");
+		return model_write_bytes(m, op->path, op->off, op->value, op->vlen, err, errlen);
 	case WL_TRUNCATE:
 		return do_truncate(m, op, err, errlen);
 	case WL_FALLOCATE:

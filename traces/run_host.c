@@ -200,6 +200,35 @@ static int do_write(const struct wl_host *h, const struct wl_op *op, char *err, 
 	return r;
 }
 
+/* pwrite: the op's bytes in one pwrite(2) (short writes continued). */
+static int do_pwrite(const struct wl_host *h, const struct wl_op *op, char *err, size_t errlen)
+{
+	int sync = op->flags & WL_WRITE_SYNC ? O_SYNC : op->flags & WL_WRITE_DSYNC ? O_DSYNC : 0;
+	int fd = open_path(h, op->path, O_WRONLY | sync, 0, err, errlen);
+	if (fd < 0)
+		return fd;
+	if (op->off > (uint64_t)INT64_MAX || op->vlen > (uint64_t)INT64_MAX - op->off) {
+		close(fd);
+		return fail(err, errlen, "pwrite (offset + length past 2^63 - 1)", -EINVAL);
+	}
+	int r = 0;
+	size_t done = 0;
+	do {
+		ssize_t w = pwrite(fd, op->value + done, op->vlen - done, (off_t)(op->off + done));
+		if (w < 0) {
+			r = fail(err, errlen, "pwrite", -errno);
+			break;
+		}
+		if (w == 0 && op->vlen > 0) {
+			r = fail(err, errlen, "pwrite wrote nothing", -EIO);
+			break;
+		}
+		done += (size_t)w;
+	} while (done < op->vlen);
+	close(fd);
+	return r;
+}
+
 /* truncate, fallocate, setxattr, removexattr, fsync, fdatasync: open the
  * path (following symlinks) with `flags`, then the call on the fd. */
 static int on_fd(const struct wl_host *h, const struct wl_op *op, int flags, char *err,
@@ -741,6 +770,8 @@ int wl_exec_host(void *host, const struct wl_op *op, char *err, size_t errlen)
 	}
 	case WL_WRITE:
 		return do_write(h, op, err, errlen);
+	case WL_PWRITE:
+		return do_pwrite(h, op, err, errlen);
 	case WL_TRUNCATE:
 		/* truncate(2) refuses a negative length before the lookup */
 		if (op->size > (uint64_t)INT64_MAX)

@@ -63,6 +63,19 @@ int wl_exec_ref_partial(void *target, const struct wl_op *op, uint64_t *written,
 	case WL_MKDIR: r = ref_mkdir(fs, op->path, op->mode); break;
 	case WL_CREATE: r = ref_create(fs, op->path, op->mode); break;
 	case WL_WRITE: r = write_data(fs, op, written); break;
+	case WL_PWRITE: {
+		/* one pwrite(2) of the bytes (whole or not at all in ref), then
+		 * the sync of O_SYNC / O_DSYNC */
+		ssize_t w = ref_write(fs, op->path, op->value, op->vlen, op->off);
+		r = w < 0 ? (int)w : 0;
+		if (!r)
+			*written = op->vlen;
+		if (!r && op->vlen && (op->flags & WL_WRITE_SYNC))
+			r = ref_fsync(fs, op->path);
+		else if (!r && op->vlen && (op->flags & WL_WRITE_DSYNC))
+			r = ref_fdatasync(fs, op->path);
+		break;
+	}
 	case WL_TRUNCATE: r = ref_truncate(fs, op->path, op->size); break;
 	case WL_FALLOCATE: r = ref_fallocate(fs, op->path, op->flags, op->off, op->len); break;
 	case WL_LINK: r = ref_link(fs, op->path, op->path2); break;

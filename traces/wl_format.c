@@ -176,7 +176,8 @@ static void put_arg(struct wl_out *o, const struct wl_op *op, enum wl_arg a)
 	case WA_TARGET: put_word(o, op->path2); break;
 	case WA_XNAME:
 	case WA_MARK: put_word(o, op->name); break;
-	case WA_XVALUE: put_value(o, op->value, op->vlen); break;
+	case WA_XVALUE:
+	case WA_DATA: put_value(o, op->value, op->vlen); break;
 	case WA_STREAM: put_hex(o, op->value, op->vlen); break;
 	case WA_MODE: wl_putf(o, "%04" PRIo32, op->mode); break;
 	case WA_OFF: put_size(o, op->off); break;

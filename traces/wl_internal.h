@@ -35,6 +35,7 @@ enum wl_arg {
 	WA_DEFRAG, /* zlib | lzo | zstd -> flags (1, 2, 3) */
 	WA_STREAM, /* a send stream: a file name (read when parsed) or 0x hex -> value, vlen */
 	WA_DEVID,  /* number >= 1, no suffix -> devid */
+	WA_DATA,   /* bytes, as an xattr value: string or 0x hex -> value, vlen */
 };
 
 #define WL_MAX_ARGS 5

@@ -295,7 +295,8 @@ static int parse_arg(struct parser *p, struct wl_op *op, const struct wl_slot *s
 		return t->n ? take_string(p, t, l, &op->path2) : arg_error(p, t, l, "is empty");
 	case WA_XNAME: return take_string(p, t, l, &op->name);
 	case WA_MARK: return take_mark(p, t, l, &op->name);
-	case WA_XVALUE: return take_value(p, op, t, l);
+	case WA_XVALUE:
+	case WA_DATA: return take_value(p, op, t, l);
 	case WA_STREAM: return take_stream(p, op, t, l);
 	case WA_MODE: return number(p, t, l, parse_mode(t, &op->mode));
 	case WA_OFF: return number(p, t, l, parse_u64(t, true, &op->off));

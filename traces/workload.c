@@ -58,10 +58,20 @@ const struct wl_kind_info wl_kinds[WL_NKINDS] = {
 	[WL_DEDUPE] = K("dedupe", 5, 5, P("SRC"), { WA_OFF, "SOFF" }, { WA_LEN, "LEN" },
 			{ WA_PATH2, "DST" }, { WA_OFF2, "DOFF" }),
 	[WL_DEVICE_REMOVE] = K("device-remove", 1, 1, { WA_DEVID, "DEVID" }),
+	[WL_PWRITE] = K("pwrite", 3, 4, P("PATH"), { WA_OFF, "OFFSET" }, { WA_DATA, "DATA" },
+			{ WA_WSYNC, "sync|dsync" }),
 };
 
 #undef P
 #undef K
+
+size_t wl_setup_ops(const struct wl_workload *w)
+{
+	for (size_t i = 0; i < w->n; i++)
+		if (w->ops[i].kind == WL_MARK && w->ops[i].name && !strcmp(w->ops[i].name, "setup"))
+			return i + 1;
+	return 0;
+}
 
 const char *wl_kind_name(enum wl_kind k)
 {
@@ -157,6 +167,8 @@ static const char *arg_problem(const struct wl_op *op, enum wl_arg a)
 		return op->value || !op->vlen ? NULL : "xattr value is missing";
 	case WA_STREAM:
 		return op->value || !op->vlen ? NULL : "send stream is missing";
+	case WA_DATA:
+		return op->value || !op->vlen ? NULL : "data is missing";
 	case WA_ATIME:
 		return time_ok(&op->atime) ? NULL : "atime nanoseconds out of range";
 	case WA_MTIME:
@@ -245,6 +257,7 @@ static int copy_arg(struct wl_op *d, const struct wl_op *s, enum wl_arg a)
 		return dup_bytes(&d->name, s->name, strlen(s->name));
 	case WA_XVALUE:
 	case WA_STREAM:
+	case WA_DATA:
 		d->vlen = s->vlen;
 		return dup_bytes(&d->value, s->value, s->vlen);
 	case WA_MODE: d->mode = s->mode; break;

@@ -63,6 +63,8 @@ enum wl_kind {
 	/* Devices (btrfs); commits as it goes, as balance. */
 	WL_DEVICE_REMOVE, /* device-remove DEVID                devid: the device's chunks relocated onto the
 			 * others, then it leaves the volume (btrfs device remove DEVID) */
+	/* Given bytes (what `btrsim record` saw a program write). */
+	WL_PWRITE,	/* pwrite PATH OFFSET DATA [sync|dsync]   off; value/vlen: the bytes; flags as write's */
 	WL_NKINDS
 };
 
@@ -102,7 +104,7 @@ struct wl_op {
 			  * snapshot: DEST (absolute); clone, clone-range, dedupe: DST */
 	char *name;	 /* setxattr, removexattr: the xattr name; mark: the mark's name */
 	uint8_t *value;	 /* setxattr: the value, vlen bytes (NULL when vlen is 0 is allowed);
-			  * receive: the send stream */
+			  * receive: the send stream; pwrite: the bytes written */
 	size_t vlen;
 	uint64_t off;	 /* write, fallocate; clone-range, dedupe: SRC's offset */
 	uint64_t off2;	 /* clone-range, dedupe: DST's offset */
@@ -153,6 +155,11 @@ int wl_parse_file(const char *file, struct wl_workload *out, char *err, size_t e
  * messages and in out->name.  The text need not be NUL-terminated. */
 int wl_parse_text(const char *name, const char *text, size_t len, struct wl_workload *out,
 		  char *err, size_t errlen);
+
+/* The ops of w's setup: through its first `mark setup` (what `btrsim
+ * record --setup` writes), 0 when it has none.  Crash exploration takes no
+ * crash point before their end, and minimization keeps them all. */
+size_t wl_setup_ops(const struct wl_workload *w);
 
 /* Frees everything a workload holds and leaves it empty; NULL is allowed. */
 void wl_free(struct wl_workload *w);

@@ -59,7 +59,7 @@ int ref_statfs(ref_fs *fs, struct ref_statfs *out)
 	uint64_t factor = 1, used_disk = 0, data_total = 0, data_used = 0, allocated = 0;
 	for (size_t i = 0; i < fs->nchunks; i++) {
 		const struct ref_chunk *c = &fs->chunks[i];
-		uint64_t used, f = copies(c->type);
+		uint64_t used = 0, f = copies(c->type);
 		if ((r = bg_used(fs, &bgroot, c, &used)))
 			return r;
 		used_disk += used * f;

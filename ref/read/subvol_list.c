@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define MAX_DEPTH 4096 /* path components: a loop in a corrupt image ends here */
 
@@ -50,6 +51,81 @@ static int dir_path(ref_fs *fs, uint64_t subvol, uint64_t ino, char *buf, size_t
 		ino = k.offset;
 		ref_path_release(fs, &p);
 	}
+	return r;
+}
+
+/* A name of a file that has only extended references (INODE_EXTREF: the
+ * names that did not fit its INODE_REF), prepended; *parent its directory. */
+static int extref_name(ref_fs *fs, const struct ref_ino *ino, char *buf, size_t *at,
+		       uint64_t *parent)
+{
+	struct ref_root root;
+	struct ref_path p;
+	struct ref_key k;
+	const uint8_t *d;
+	uint32_t size;
+	int r = ref_find_root(fs, ino->subvol, &root);
+	if (r || (r = ref_find_first(fs, &root, ino->ino, BTRFS_INODE_EXTREF_KEY, &p, &k, &d, &size)))
+		return r;
+	const struct btrfs_inode_extref *x = (const void *)d;
+	size_t nl = size >= sizeof(*x) ? LE16(x->name_len) : SIZE_MAX;
+	if (nl > size - sizeof(*x))
+		r = ref_fail(fs, EUCLEAN, "inode %llu: bad extended reference",
+			     (unsigned long long)ino->ino);
+	else
+		r = prepend(fs, buf, at, (const char *)x->name, nl);
+	*parent = LE64(x->parent_objectid);
+	ref_path_release(fs, &p);
+	return r;
+}
+
+int ref_ino_path(ref_fs *fs, const struct ref_ino *ino, char *buf, size_t len)
+{
+	if (len < 2)
+		return ref_fail(fs, ERANGE, "no room for a path");
+	char *sv = malloc(len);
+	if (!sv)
+		return ref_fail(fs, ENOMEM, "out of memory");
+	size_t at = len;
+	int r = ref_subvol_path(fs, ino->subvol, sv, len);
+	if (!r && ino->ino != BTRFS_FIRST_FREE_OBJECTID) {
+		struct ref_root root;
+		struct ref_path p;
+		struct ref_key k;
+		const uint8_t *d;
+		uint32_t size;
+		uint64_t dir = ino->ino;
+		/* the first name: an INODE_REF's, else an INODE_EXTREF's */
+		if (!(r = ref_find_root(fs, ino->subvol, &root))) {
+			r = ref_find_first(fs, &root, ino->ino, BTRFS_INODE_REF_KEY, &p, &k, &d, &size);
+			if (r == -ENOENT)
+				r = extref_name(fs, ino, buf, &at, &dir);
+			else if (!r)
+				ref_path_release(fs, &p), r = dir_path(fs, ino->subvol, ino->ino, buf, &at),
+					dir = BTRFS_FIRST_FREE_OBJECTID;
+		}
+		if (!r && dir != BTRFS_FIRST_FREE_OBJECTID)
+			r = dir_path(fs, ino->subvol, dir, buf, &at);
+		if (r == -ENOENT)
+			r = ref_fail(fs, ENOENT, "inode %llu of subvolume %llu has no name",
+				     (unsigned long long)ino->ino, (unsigned long long)ino->subvol);
+	}
+	/* "/" + the subvolume's path + "/" + the names (each with its '/') */
+	size_t names = len - at, svl = r ? 0 : strlen(sv);
+	if (names) /* the last name's '/' dropped */
+		names--;
+	size_t sep = svl && names ? 1 : 0;
+	if (!r && 1 + svl + sep + names + 1 > len)
+		r = ref_fail(fs, ENAMETOOLONG, "path too long");
+	if (!r) {
+		memmove(buf + 1 + svl + sep, buf + at, names);
+		buf[0] = '/';
+		memcpy(buf + 1, sv, svl);
+		if (sep)
+			buf[1 + svl] = '/';
+		buf[1 + svl + sep + names] = '\0';
+	}
+	free(sv);
 	return r;
 }
 
