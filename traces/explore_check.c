@@ -8,9 +8,15 @@
  * Anything else is a violation of its own verdict, "app", with the exit
  * status and the first lines the checker printed; a checker that does not
  * finish in time is killed with all it started, and that is recorded too.
- * States whose trees are the same (the oracle's description: names, modes,
- * owners, sizes, content digests, xattrs) get the verdict the first one
- * got: the checker sees nothing else.
+ * The checker is told where the crash was: BTRSIM_OPS_DONE, the workload's
+ * operations that had returned, and BTRSIM_OPS_DURABLE, those before the
+ * last persistence point that completed (fsync, fdatasync, sync, a
+ * synced write: what the file system promised to keep); a checker compares
+ * them with the workload to know which of the application's commits must
+ * be there: BTRSIM_WORKLOAD names a copy of the workload explored, one
+ * operation a line (minimization explores parts of it).  States with the same tree (the oracle's description: names,
+ * modes, owners, sizes, content digests, xattrs) and the same two numbers
+ * get the verdict the first one got: the checker sees nothing else.
  */
 #include "traces/explore_internal.h"
 #include "traces/fmount.h"
@@ -21,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,7 +38,7 @@ struct app_seen {
 };
 
 struct app_check {
-	char mnt[64];
+	char dir[64], mnt[80], wl[80]; /* a temporary directory, the mount point and the workload in it */
 	struct app_seen *seen;
 	size_t n, cap;
 };
@@ -43,14 +50,27 @@ int explore_check_init(struct ex *x, char *err, size_t errlen)
 	struct app_check *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	snprintf(c->mnt, sizeof(c->mnt), "/tmp/btrsim-check.XXXXXX");
-	if (!mkdtemp(c->mnt)) {
+	snprintf(c->dir, sizeof(c->dir), "/tmp/btrsim-check.XXXXXX");
+	if (!mkdtemp(c->dir)) {
 		int e = errno;
 		free(c);
-		snprintf(err, errlen, "a mount point for the checker: %s", strerror(e));
+		snprintf(err, errlen, "a directory for the checker: %s", strerror(e));
 		return -e;
 	}
 	x->app = c;
+	snprintf(c->mnt, sizeof(c->mnt), "%s/mnt", c->dir);
+	snprintf(c->wl, sizeof(c->wl), "%s/workload.wl", c->dir);
+	/* the workload explored (minimization explores parts of it), for the
+	 * checker to read its operations */
+	FILE *f = mkdir(c->mnt, 0700) ? NULL : fopen(c->wl, "w");
+	int r = f ? wl_print(f, x->w) : -errno;
+	if (f && fclose(f) && !r)
+		r = -EIO;
+	if (r) {
+		snprintf(err, errlen, "the checker's copy of the workload: %s", strerror(-r));
+		explore_check_free(x);
+		return r;
+	}
 	return 0;
 }
 
@@ -60,6 +80,8 @@ void explore_check_free(struct ex *x)
 	if (!c)
 		return;
 	rmdir(c->mnt);
+	unlink(c->wl);
+	rmdir(c->dir);
 	for (size_t i = 0; i < c->n; i++)
 		free(c->seen[i].why);
 	free(c->seen);
@@ -137,19 +159,35 @@ static enum explore_verdict run_checker(const struct ex *x, sim_volume *v, char 
 	return verdict;
 }
 
-enum explore_verdict explore_check_app(const struct ex *x, sim_volume *v, const char *text,
-				       char *why, size_t whylen)
+enum explore_verdict explore_check_app(const struct ex *x, sim_volume *v, size_t point,
+				       const char *text, char *why, size_t whylen)
 {
 	struct app_check *c = x->app;
 	struct app_seen s;
-	crypto_generichash(s.key, sizeof(s.key), (const uint8_t *)text, strlen(text), NULL, 0);
+	size_t ops[2];
+	explore_legal_range(x, point, &ops[0], &ops[1]);
+	/* the tree and what the checker is told of the crash point */
+	crypto_generichash_state h;
+	crypto_generichash_init(&h, NULL, 0, sizeof(s.key));
+	crypto_generichash_update(&h, (const uint8_t *)text, strlen(text));
+	crypto_generichash_update(&h, (const uint8_t *)ops, sizeof(ops));
+	crypto_generichash_final(&h, s.key, sizeof(s.key));
 	for (size_t i = 0; i < c->n; i++)
 		if (!memcmp(c->seen[i].key, s.key, sizeof(s.key))) {
 			x->res->check_cached++;
 			snprintf(why, whylen, "%s", c->seen[i].why ? c->seen[i].why : "");
 			return c->seen[i].verdict;
 		}
+	char done[24], durable[24];
+	snprintf(done, sizeof(done), "%zu", ops[1]);
+	snprintf(durable, sizeof(durable), "%zu", ops[0]);
+	setenv("BTRSIM_OPS_DONE", done, 1);
+	setenv("BTRSIM_OPS_DURABLE", durable, 1);
+	setenv("BTRSIM_WORKLOAD", c->wl, 1);
 	s.verdict = run_checker(x, v, why, whylen);
+	unsetenv("BTRSIM_OPS_DONE");
+	unsetenv("BTRSIM_OPS_DURABLE");
+	unsetenv("BTRSIM_WORKLOAD");
 	s.why = s.verdict == EXPLORE_OK ? NULL : strdup(why);
 	if (c->n == c->cap) {
 		size_t cap = c->cap ? 2 * c->cap : 64;

@@ -77,8 +77,12 @@ struct ex {
  * accepted it). */
 int explore_check_init(struct ex *x, char *err, size_t errlen);
 void explore_check_free(struct ex *x);
-enum explore_verdict explore_check_app(const struct ex *x, sim_volume *v, const char *text,
-				       char *why, size_t whylen);
+enum explore_verdict explore_check_app(const struct ex *x, sim_volume *v, size_t point,
+				       const char *text, char *why, size_t whylen);
+/* explore_judge.c: the operations a state at log position i may be after:
+ * lo (those before the last persistence point that completed) to hi
+ * (those that had returned). */
+void explore_legal_range(const struct ex *x, size_t i, size_t *lo, size_t *hi);
 
 /* Recording (explore.c), for each target's driver: begin makes the arrays
  * for the workload's operations and the model; each operation j, once run,

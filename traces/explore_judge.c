@@ -171,7 +171,7 @@ void explore_first_diff(const char *want, const char *got, char *out, size_t len
 }
 
 /* The legal states at log position i: the model after lo..hi operations. */
-static void legal_range(const struct ex *x, size_t i, size_t *lo, size_t *hi)
+void explore_legal_range(const struct ex *x, size_t i, size_t *lo, size_t *hi)
 {
 	*lo = 0;
 	*hi = 0;
@@ -228,7 +228,7 @@ static enum explore_verdict judge_lost_disks(const struct ex *x, sim_volume *v, 
 					     char *why, size_t whylen)
 {
 	size_t lo, hi;
-	legal_range(x, point, &lo, &hi);
+	explore_legal_range(x, point, &lo, &hi);
 	for (unsigned d = 0; d < sim_volume_ndisks(v); d++) {
 		sim_volume *c;
 		if (sim_volume_clone(v, &c)) {
@@ -301,7 +301,7 @@ enum explore_verdict explore_legal(const struct ex *x, size_t point, const char 
 {
 	enum explore_verdict verdict = EXPLORE_OK;
 	size_t lo, hi;
-	legal_range(x, point, &lo, &hi);
+	explore_legal_range(x, point, &lo, &hi);
 	bool ok = false;
 	/* With subvolume operations the subvolumes must be those of the same
 	 * state: which directories are subvolumes (read-only or not) and
@@ -396,7 +396,7 @@ enum explore_verdict explore_judge(const struct ex *x, sim_volume *v, size_t poi
 		} else {
 			verdict = explore_legal(x, point, text, ref_subvols, fs, damaged, why, whylen);
 			if (verdict == EXPLORE_OK && x->app)
-				verdict = explore_check_app(x, v, text, why, whylen);
+				verdict = explore_check_app(x, v, point, text, why, whylen);
 		}
 		free(text);
 	}
