@@ -141,7 +141,8 @@ Test(workload, every_operation_parses_with_its_defaults)
 		 "clone /d/f /d/g\n"
 		 "clone-range /d/f 4K 8K /d/g 0x10K\n"
 		 "dedupe /d/f 0 1M /d/g 4096\n"
-		 "device-remove 2\n",
+		 "device-remove 2\n"
+		 "pwrite /d/f 4K \"abc\"\n",
 		 &w);
 	cr_assert_eq(w.n, WL_NKINDS, "one line per kind, in enum order");
 	cr_assert_str_eq(w.name, "w.txt");
@@ -203,6 +204,11 @@ Test(workload, every_operation_parses_with_its_defaults)
 	cr_assert_eq(o[WL_DEDUPE].off2, 4096);
 	cr_assert_null(o[WL_DEVICE_REMOVE].path);
 	cr_assert_eq(o[WL_DEVICE_REMOVE].devid, 2);
+	cr_assert_str_eq(o[WL_PWRITE].path, "/d/f");
+	cr_assert_eq(o[WL_PWRITE].off, 4096);
+	cr_assert_eq(o[WL_PWRITE].vlen, 3);
+	cr_assert(!memcmp(o[WL_PWRITE].value, "abc", 3));
+	cr_assert_eq(o[WL_PWRITE].flags, 0);
 	wl_free(&w);
 	cr_assert_eq(w.n, 0);
 	cr_assert_null(w.ops);
@@ -794,13 +800,18 @@ static size_t sample_ops(struct wl_op *ops)
 	   .expect = EBADE);
 	OP(.kind = WL_DEVICE_REMOVE, .devid = 3);
 	OP(.kind = WL_DEVICE_REMOVE, .devid = UINT64_MAX, .expect = ENODEV);
+	OP(.kind = WL_PWRITE, .path = "/d/f", .off = 1, .value = bin, .vlen = sizeof(bin));
+	OP(.kind = WL_PWRITE, .path = "/d/f", .off = 8192, .value = text, .vlen = sizeof(text) - 1,
+	   .flags = WL_WRITE_DSYNC, .expect = ENOSPC);
+	OP(.kind = WL_PWRITE, .path = "/d/f", .off = 0, .value = NULL, .vlen = 0,
+	   .flags = WL_WRITE_SYNC);
 #undef OP
 	return n;
 }
 
 Test(workload, every_op_prints_and_parses_back_the_same)
 {
-	struct wl_op ops[64];
+	struct wl_op ops[80];
 	size_t n = sample_ops(ops);
 	bool seen[WL_NKINDS] = { false };
 	for (size_t i = 0; i < n; i++) {
@@ -821,7 +832,7 @@ Test(workload, every_op_prints_and_parses_back_the_same)
 
 Test(workload, the_printed_form)
 {
-	struct wl_op ops[64];
+	struct wl_op ops[80];
 	sample_ops(ops);
 	static const char *const want[] = {
 		"mkdir /d",
@@ -885,6 +896,33 @@ Test(workload, the_printed_form)
 	}
 }
 
+Test(workload, pwrite_carries_its_bytes)
+{
+	static const uint8_t bin[] = { 0, 1, 0xfe };
+	struct wl_op op = { .kind = WL_PWRITE, .path = "/f", .off = 4096, .value = (uint8_t *)bin,
+			    .vlen = sizeof(bin), .flags = WL_WRITE_SYNC };
+	char *line = format(&op);
+	cr_assert_str_eq(line, "pwrite /f 4K 0x0001fe sync");
+	free(line);
+	op.value = (uint8_t *)"text \"q\"\n", op.vlen = 9, op.flags = 0;
+	line = format(&op);
+	cr_assert_str_eq(line, "pwrite /f 4K \"text \\\"q\\\"\\n\"");
+	free(line);
+	struct wl_workload w = { 0 };
+	char err[256];
+	cr_assert_neq(wl_parse_text("w.txt", "pwrite /f 0\n", 12, &w, err, sizeof(err)), 0);
+	cr_assert_str_eq(err, "w.txt:1:12: pwrite: missing DATA (usage: pwrite PATH OFFSET DATA [sync|dsync])");
+	cr_assert_neq(wl_parse_text("w.txt", "pwrite /f 0 0x123\n", 18, &w, err, sizeof(err)), 0);
+	cr_assert(strstr(err, "odd number of hex digits"), "%s", err);
+	/* the bytes reach ref and the model alike */
+	cr_assert_eq(wl_parse_text("w.txt", "create /f\npwrite /f 3 0x000102ff dsync\n", 39, &w, err,
+				   sizeof(err)), 0, "%s", err);
+	cr_assert_eq(w.ops[1].vlen, 4);
+	cr_assert_eq(w.ops[1].value[3], 0xff);
+	cr_assert_eq(w.ops[1].flags, WL_WRITE_DSYNC);
+	wl_free(&w);
+}
+
 Test(workload, format_is_snprintf_like_and_rejects_invalid_ops)
 {
 	struct wl_op op = { .kind = WL_MKDIR, .path = "/abcdef", .mode = 0700 };
@@ -929,7 +967,7 @@ Test(workload, format_is_snprintf_like_and_rejects_invalid_ops)
 
 Test(workload, append_copies_what_the_kind_uses_and_print_writes_lines)
 {
-	struct wl_op ops[64];
+	struct wl_op ops[80];
 	size_t n = sample_ops(ops);
 	struct wl_workload w = { 0 };
 	for (size_t i = 0; i < n; i++) {
@@ -938,7 +976,7 @@ Test(workload, append_copies_what_the_kind_uses_and_print_writes_lines)
 		if (op.kind != WL_TRUNCATE)
 			op.size = 99; /* fields the kind does not use are not copied */
 		if (op.kind != WL_WRITE && op.kind != WL_FALLOCATE && op.kind != WL_CLONE_RANGE &&
-		    op.kind != WL_DEDUPE)
+		    op.kind != WL_DEDUPE && op.kind != WL_PWRITE)
 			op.off = 7;
 		if (op.kind != WL_CLONE_RANGE && op.kind != WL_DEDUPE)
 			op.off2 = 5;
