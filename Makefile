@@ -60,6 +60,8 @@ BENCH_SNAP_SRC := bench/bench_snapshot.c bench/benchutil.c
 BENCH_RAID_SRC := bench/bench_raid.c bench/benchutil.c
 BENCH_LOG_SRC := bench/bench_log.c bench/benchutil.c
 BENCH_COMPRESS_SRC := bench/bench_compress.c bench/benchutil.c
+BENCH_NULLFS_SRC := bench/bench_nullfs.c
+BENCH_META_SRC := bench/bench_meta.c
 SWEEP_SRC := $(wildcard tests/sweep/*.c)
 # fuzz/: the harness code (a library, also linked into btrsim for `findings
 # --replay`), the harness programs' main (fuzz/driver.c, once per harness) and
@@ -82,6 +84,8 @@ BENCH_SNAP := $(B)/bench/bench-snapshot
 BENCH_RAID := $(B)/bench/bench-raid
 BENCH_LOG := $(B)/bench/bench-log
 BENCH_COMPRESS := $(B)/bench/bench-compress
+BENCH_NULLFS := $(B)/bench/bench-nullfs
+BENCH_META := $(B)/bench/bench-meta
 SWEEP   := $(B)/tests/corrupt-sweep
 FUZZ_BINS := $(patsubst %,$(B)/fuzz/fuzz-%,$(FUZZ_HARNESSES))
 FUZZ_MKSEED := $(B)/fuzz/fuzz-mkseed
@@ -124,7 +128,7 @@ deps:
 	@sh mk/deps.sh
 
 cmd: $(BTRSIM)
-build: $(BTRSIM) $(UNIT) $(SWEEP) $(BENCH) $(BENCH_FS) $(BENCH_SNAP) $(BENCH_RAID) $(BENCH_LOG) $(BENCH_COMPRESS) $(FUZZ_BINS) $(FUZZ_MKSEED)
+build: $(BTRSIM) $(UNIT) $(SWEEP) $(BENCH) $(BENCH_FS) $(BENCH_SNAP) $(BENCH_RAID) $(BENCH_LOG) $(BENCH_COMPRESS) $(BENCH_NULLFS) $(BENCH_META) $(FUZZ_BINS) $(FUZZ_MKSEED)
 fuzz-bins: $(FUZZ_BINS) $(FUZZ_MKSEED)
 
 asan:
@@ -136,6 +140,8 @@ test: deps
 	@sh tests/run.sh build/debug
 
 BENCH_READ_MIB ?= 1024
+BENCH_MOUNT_MIB ?= 1024
+BENCH_MOUNT_FILES ?= 100000
 BENCH_WRITE_MIB ?= 1024
 BENCH_COMPRESS_MIB ?= 128
 BENCH_DEFRAG_MIB ?= 256
@@ -174,6 +180,7 @@ bench: deps
 	@sh bench/bench_send.sh build/release/btrsim
 	@sh bench/bench_dedupe.sh build/release/btrsim $(BENCH_DEDUPE_MIB)
 	@sh bench/bench_explore.sh build/release/btrsim
+	@sh bench/bench_mount.sh build/release $(BENCH_MOUNT_MIB) $(BENCH_MOUNT_FILES)
 	@sh bench/bench_kernel.sh build/release/btrsim
 	@$(MAKE) --no-print-directory MODE=afl B=$(FUZZ_B) fuzz-bins && sh bench/bench_fuzz.sh $(FUZZ_B)
 
@@ -355,6 +362,13 @@ $(BENCH_LOG): $(call obj,$(BENCH_LOG_SRC)) $(REF_LIB) $(SIM_LIB)
 	$(call link)
 
 $(BENCH_COMPRESS): $(call obj,$(BENCH_COMPRESS_SRC)) $(REF_LIB) $(SIM_LIB)
+	$(call link)
+
+$(B)/bench/bench_nullfs.o: CFLAGS += $(FUSE_CFLAGS)
+$(BENCH_NULLFS): $(call obj,$(BENCH_NULLFS_SRC))
+	$(call link)
+
+$(BENCH_META): $(call obj,$(BENCH_META_SRC))
 	$(call link)
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -81,6 +81,7 @@ void log_drop(ref_fs *fs)
 		sub_free(&ls->subs[i]);
 	free(ls->subs);
 	free(ls->inos);
+	u64map_free(&ls->ino_idx);
 	free(ls->this_sync);
 	free(ls->blocks);
 	free(ls);
@@ -111,15 +112,20 @@ struct log_ino *log_ino_get(ref_fs *fs, const struct ref_ino *in, bool create)
 	struct log_state *ls = create ? state(fs) : fs->rw->log;
 	if (!ls)
 		return NULL;
-	for (size_t i = 0; i < ls->ninos; i++)
-		if (ls->inos[i].ino == in->ino && ls->inos[i].subvol == in->subvol)
-			return &ls->inos[i];
+	uint64_t *first = u64map_get(&ls->ino_idx, in->ino, false);
+	for (size_t i = first ? (size_t)*first : 0; i; i = ls->inos[i - 1].same_ino)
+		if (ls->inos[i - 1].subvol == in->subvol)
+			return &ls->inos[i - 1];
 	if (!create)
 		return NULL;
 	if (GROW(ls->inos, ls->ninos, ls->inos_cap))
 		return NULL;
+	uint64_t *slot = u64map_get(&ls->ino_idx, in->ino, true);
+	if (!slot)
+		return NULL;
 	struct log_ino *li = &ls->inos[ls->ninos++];
-	*li = (struct log_ino){ .subvol = in->subvol, .ino = in->ino };
+	*li = (struct log_ino){ .subvol = in->subvol, .ino = in->ino, .same_ino = (size_t)*slot };
+	*slot = ls->ninos;
 	return li;
 }
 

@@ -38,6 +38,7 @@ struct log_ino {
 	/* The inode item's sequence + 1 when a sync of its own fsync logged it
 	 * whole (0: never): unchanged since, a new fsync has nothing to log. */
 	uint64_t synced_seq;
+	size_t same_ino; /* the next entry with this inode number (another subvolume's): index + 1, 0 none */
 };
 
 struct log_state {
@@ -45,6 +46,7 @@ struct log_state {
 	size_t nsubs, subs_cap;
 	struct log_ino *inos;
 	size_t ninos, inos_cap;
+	struct u64map ino_idx; /* inode number -> the last entry's index + 1 (a transaction may note many) */
 	/* The inodes the running fsync logged (log_conflicts.c checks their names). */
 	struct ref_ino *this_sync;
 	size_t nthis, this_cap;
