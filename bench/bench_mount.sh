@@ -45,10 +45,8 @@ mount_kernel() {
 		LOOP=$(losetup -f --show "$T/k.img") && mount "$LOOP" "$MP"
 }
 umount_kernel() { umount "$MP" && losetup -d "$LOOP" && LOOP="" && rm -f "$T/k.img"; }
-mount_btrsim() {
-	truncate -s $((MIB * 3 + 2048))M "$T/b.img" && mkfs.btrfs -q -f "$T/b.img" >/dev/null 2>&1 || return 1
-	"$BTRSIM" mount -f "$T/b.img" "$MP" 2>"$T/mount.err" &
-	PID=$!
+# served: the FUSE server $PID has mounted $MP (within 10 s)
+served() {
 	i=0
 	while ! mountpoint -q "$MP"; do
 		kill -0 "$PID" 2>/dev/null || return 1
@@ -56,16 +54,17 @@ mount_btrsim() {
 		sleep 0.05
 	done
 }
+mount_btrsim() {
+	truncate -s $((MIB * 3 + 2048))M "$T/b.img" && mkfs.btrfs -q -f "$T/b.img" >/dev/null 2>&1 || return 1
+	"$BTRSIM" mount -f "$T/b.img" "$MP" 2>"$T/mount.err" &
+	PID=$!
+	served
+}
 umount_btrsim() { fusermount3 -u "$MP" && wait "$PID"; r=$?; PID=""; rm -f "$T/b.img"; return $r; }
 mount_null() {
 	"$B/bench/bench-nullfs" "$MP" 2>"$T/mount.err" &
 	PID=$!
-	i=0
-	while ! mountpoint -q "$MP"; do
-		kill -0 "$PID" 2>/dev/null || return 1
-		i=$((i + 1)); [ $i -gt 200 ] && return 1
-		sleep 0.05
-	done
+	served
 }
 umount_null() { fusermount3 -u "$MP" && wait "$PID"; r=$?; PID=""; return $r; }
 

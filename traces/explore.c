@@ -725,9 +725,8 @@ static int explore_log(struct ex *x, sim_volume *base, const struct sim_io *log,
 	return r;
 }
 
-/* Blank disks, then mkfs, flushed: *mkfs_ios entries of the log. */
-static int make_volume(const struct explore_opts *o, sim_volume **out, size_t *mkfs_ios,
-		       char *err, size_t errlen)
+int explore_make_volume(const struct explore_opts *o, sim_volume **out, size_t *mkfs_ios,
+			char *err, size_t errlen)
 {
 	struct sim_volume_config cfg;
 	sim_config_init(&cfg, o->ndisks, o->disk_size, o->seed);
@@ -796,7 +795,7 @@ int explore_run(const struct wl_workload *w, const struct explore_opts *o,
 	} else {
 		r = explore_check_init(&x, err, errlen);
 		if (!r)
-			r = make_volume(o, &vol, &mkfs_ios, err, errlen);
+			r = explore_make_volume(o, &vol, &mkfs_ios, err, errlen);
 		if (!r && sim_volume_clone(vol, &base))
 			r = fail(err, errlen, ENOMEM, "%s", "cloning the volume failed");
 		if (!r)

@@ -172,6 +172,12 @@ struct explore_result {
  */
 void explore_keep_freed_memory(void);
 
+/* The volume a run starts from: o's blank disks (o->ndisks of o->disk_size,
+ * o->seed), mkfs with o's node size and profiles, flushed; every request
+ * recorded from the first (*mkfs_ios of them are mkfs's).  0 or -errno. */
+int explore_make_volume(const struct explore_opts *o, sim_volume **out, size_t *mkfs_ios,
+			char *err, size_t errlen);
+
 /* Runs w and explores its crash states.  Returns 0 when every state is
  * consistent, 1 when some is not (res->violation says which), or -errno
  * when the exploration itself could not run (message in err).  Free

@@ -9,8 +9,8 @@
  * recording (ref is deterministic, so anything else is a recording bug).
  */
 #include "traces/fmount_int.h"
+#include "traces/explore.h"
 #include "traces/run.h"
-#include "ref/mkfs.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -18,24 +18,22 @@
 #include <string.h>
 #include <sys/wait.h>
 
-/* A new file system on a memory disk, as explore's make_volume makes it. */
+/* A new file system made as explore makes its own, mounted. */
 static int fresh(const struct app_record_opts *o, sim_volume **vol, ref_fs **fs, bool realtime,
 		 char *err, size_t errlen)
 {
-	struct sim_volume_config cfg;
-	sim_config_init(&cfg, 1, o->disk_size, o->seed);
-	memset(&cfg.latency, 0, sizeof(cfg.latency));
-	if (sim_volume_open(&cfg, vol, err, errlen))
-		return -EINVAL;
-	struct ref_mkfs_opts mk;
-	ref_mkfs_defaults(&mk);
-	mk.seed = o->seed;
-	mk.time = 1700000000;
-	mk.nodesize = o->nodesize;
-	int r = ref_mkfs(*vol, &mk, NULL, err, errlen);
+	struct explore_opts eo;
+	explore_defaults(&eo);
+	eo.disk_size = o->disk_size;
+	eo.nodesize = o->nodesize;
+	eo.seed = o->seed;
+	size_t mkfs_ios;
+	int r = explore_make_volume(&eo, vol, &mkfs_ios, err, errlen);
+	if (r)
+		return r;
+	sim_volume_set_recording(*vol, false); /* (no IO log kept here) */
 	struct ref_mount_opts mo = { .open = { .super_mirror = -1 }, .realtime = realtime };
-	if (!r)
-		r = ref_mount(*vol, &mo, fs, err, errlen);
+	r = ref_mount(*vol, &mo, fs, err, errlen);
 	if (r) {
 		sim_volume_close(*vol);
 		*vol = NULL;
