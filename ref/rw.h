@@ -91,6 +91,7 @@ struct rw_bg {
 struct rw_held {
 	struct ref_ino ino;
 	uint32_t count;
+	bool orphaned; /* its last name went while it was held */
 };
 
 struct rw_pending_chunk {

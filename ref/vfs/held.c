@@ -56,7 +56,10 @@ int ref_release(ref_fs *fs, const struct ref_ino *ino)
 	struct rw_held *h = find(fs, ino);
 	if (!h || --h->count)
 		return 0;
+	bool orphaned = h->orphaned;
 	*h = fs->rw->held[--fs->rw->nheld];
+	if (!orphaned) /* (the common close: nothing to read) */
+		return 0;
 	struct btrfs_inode_item ii;
 	int r = inode_read(fs, ino, &ii);
 	if (r == -ENOENT || (!r && LE32(ii.nlink)))
@@ -79,6 +82,7 @@ int held_orphan(ref_fs *fs, const struct ref_ino *ino, struct btrfs_inode_item *
 	int r = rw_tree_get(fs, ino->subvol, &t);
 	if (r)
 		return r;
+	find(fs, ino)->orphaned = true;
 	ii->nlink = 0;
 	inode_touch(fs, ii, false, true);
 	struct ref_key k = { BTRFS_ORPHAN_OBJECTID, BTRFS_ORPHAN_ITEM_KEY, ino->ino };
