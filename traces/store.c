@@ -179,6 +179,10 @@ static const char *const migrations[STORE_VERSION] = {
 	"ALTER TABLE runs ADD COLUMN timeout_ms INTEGER;"
 	"ALTER TABLE runs ADD COLUMN sector_size INTEGER NOT NULL DEFAULT 4096;"
 	"ALTER TABLE violations ADD COLUMN script TEXT;", /* a kernel run's shell script */
+	/* 6 -> 7: an application's checker (explore --check) and its time
+	 * limit: a replay runs it again in the same states. */
+	"ALTER TABLE runs ADD COLUMN check_cmd TEXT;"
+	"ALTER TABLE runs ADD COLUMN check_timeout_ms INTEGER;",
 };
 
 void store_seterr(char *err, size_t errlen, const char *fmt, ...)

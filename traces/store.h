@@ -22,7 +22,7 @@
 #include <stdio.h>
 
 /* The schema version this code writes and understands. */
-#define STORE_VERSION 6
+#define STORE_VERSION 7
 
 struct store;
 
@@ -95,6 +95,7 @@ struct store_run_row {
 	struct explore_opts o;          /* sink, log and faults left NULL; o.mount_options
 					 * points into mount_options */
 	char *mount_options;            /* the kernel target's --mount-options, or NULL */
+	char *check_cmd;                /* explore --check's checker (o.check_cmd), or NULL */
 	size_t mkfs_ios, ops, states, violations;
 	int status;
 };

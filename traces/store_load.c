@@ -26,6 +26,7 @@ void store_run_row_free(struct store_run_row *r)
 	free(r->faults);
 	free(r->build);
 	free(r->mount_options);
+	free(r->check_cmd);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -38,7 +39,8 @@ int store_load_run(struct store *s, int64_t id, struct store_run_row *out, char 
 		       "SELECT r.kind, w.text, r.faults, r.seed, r.ndisks, r.disk_size, r.nodesize,"
 		       " r.data_profile, r.meta_profile, r.max_subset, r.samples, r.torn, r.mkfs_ios,"
 		       " r.ops, r.states, r.violations, r.status, r.skip_ops, r.build, r.treelog,"
-		       " r.target, r.disk_mode, r.mount_options, r.timeout_ms"
+		       " r.target, r.disk_mode, r.mount_options, r.timeout_ms, r.check_cmd,"
+		       " r.check_timeout_ms"
 		       " FROM runs r JOIN workloads w ON w.id = r.workload_id WHERE r.id = ?1",
 		       &st, err, errlen))
 		return -1;
@@ -85,6 +87,10 @@ int store_load_run(struct store *s, int64_t id, struct store_run_row *out, char 
 		out->o.mount_options = out->mount_options;
 		if (sqlite3_column_type(st, 23) != SQLITE_NULL)
 			out->o.timeout_ms = (unsigned)sqlite3_column_int64(st, 23);
+		out->check_cmd = dup_col(st, 24);
+		out->o.check_cmd = out->check_cmd;
+		if (sqlite3_column_type(st, 25) != SQLITE_NULL)
+			out->o.check_timeout_ms = (unsigned)sqlite3_column_int64(st, 25);
 		if (target && strcmp(target, "ref") && strcmp(target, "kernel")) {
 			store_seterr(err, errlen, "%s: run %lld ran on target '%s', which this btrsim "
 				     "does not know", s->path, (long long)id, target);

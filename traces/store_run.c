@@ -211,8 +211,9 @@ int store_run_begin(struct store *s, const struct store_run_info *in, struct sto
 		       "INSERT INTO runs(kind, seed, build, config, workload_id, started, campaign_id,"
 		       " ndisks, disk_size, nodesize, data_profile, meta_profile, max_subset, samples,"
 		       " torn, faults, skip_ops, name, treelog, target, disk_mode, mount_options,"
-		       " timeout_ms, sector_size) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,"
-		       " ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
+		       " timeout_ms, sector_size, check_cmd, check_timeout_ms) VALUES (?1, ?2, ?3, ?4,"
+		       " ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21,"
+		       " ?22, ?23, ?24, ?25, ?26)",
 		       &ins_run, err, errlen) ||
 	    store_prep(s,
 		       "INSERT INTO io(run_id, idx, seq, disk, kind, sector, nsectors, epoch, status,"
@@ -266,6 +267,10 @@ int store_run_begin(struct store *s, const struct store_run_info *in, struct sto
 		sqlite3_bind_text(ins_run, 20, "ref", -1, SQLITE_STATIC);
 	}
 	sqlite3_bind_int(ins_run, 24, (int)r->sector);
+	if (o->check_cmd) {
+		store_bind_text(ins_run, 25, o->check_cmd);
+		sqlite3_bind_int64(ins_run, 26, o->check_timeout_ms);
+	}
 	if (store_step(s, ins_run, SQLITE_DONE, "insert run", err, errlen))
 		goto out;
 	r->id = sqlite3_last_insert_rowid(s->db);

@@ -12,7 +12,7 @@
 #     a file without fsync of the new one) is caught, its reproducer keeping
 #     the setup, the create and the rename; fixed (--fsync), it passes;
 #   - a checker that hangs is killed at --check-timeout and recorded in the
-#     trace store as an app violation;
+#     trace store as an app violation; the run replays (the checker with it);
 #   - bad input: a command that cannot run or fails before any call, usage
 #     errors, --check with the kernel target.
 . "$(dirname "$0")/lib.sh"
@@ -83,6 +83,9 @@ done_check
 run violations-app 0 "$BTRSIM" violations --db "$T/t.db"
 out_has 'app'
 out_has 'did not finish in 1 s'
+done_check
+run replay-app-run 0 "$BTRSIM" replay --db "$T/t.db" 1
+out_has '^run 1 replayed: .* crash states are the same$'
 done_check
 pgrep -f 'sleep 600' >/dev/null && { NAME=checker-killed; fail "the hung checker still runs"; pkill -f 'sleep 600'; }
 
