@@ -39,6 +39,7 @@ extern const struct cli_cmd cli_cmd_device;
 extern const struct cli_cmd cli_cmd_balance;
 extern const struct cli_cmd cli_cmd_map;
 extern const struct cli_cmd cli_cmd_mount;
+extern const struct cli_cmd cli_cmd_merge;
 extern const struct cli_cmd cli_cmd_record;
 extern const struct cli_cmd cli_cmd_mkfs;
 extern const struct cli_cmd cli_cmd_mkdir;

@@ -37,6 +37,7 @@ static const struct cli_cmd *const commands[] = {
 	&cli_cmd_kernel_disks,
 	&cli_cmd_raid_campaign,
 	&cli_cmd_runs,
+	&cli_cmd_merge,
 	&cli_cmd_replay,
 	&cli_cmd_violations,
 	&cli_cmd_findings,

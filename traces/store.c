@@ -183,6 +183,21 @@ static const char *const migrations[STORE_VERSION] = {
 	 * limit: a replay runs it again in the same states. */
 	"ALTER TABLE runs ADD COLUMN check_cmd TEXT;"
 	"ALTER TABLE runs ADD COLUMN check_timeout_ms INTEGER;",
+	/* 7 -> 8: stores merged into one (btrsim merge, store_merge.c): each
+	 * store's own id, and where merged rows came from (origin: the first
+	 * store's id and the row's id there, the same through every later
+	 * merge, so that merging twice adds nothing; source: the file merged). */
+	"CREATE TABLE store_info (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+	"INSERT INTO store_info VALUES ('id', lower(hex(randomblob(16))));"
+	"ALTER TABLE runs ADD COLUMN origin TEXT;"
+	"ALTER TABLE runs ADD COLUMN source TEXT;"
+	"CREATE UNIQUE INDEX runs_origin ON runs(origin);"
+	"ALTER TABLE campaigns ADD COLUMN origin TEXT;"
+	"CREATE UNIQUE INDEX campaigns_origin ON campaigns(origin);"
+	"ALTER TABLE raid_campaigns ADD COLUMN origin TEXT;"
+	"CREATE UNIQUE INDEX raid_campaigns_origin ON raid_campaigns(origin);"
+	"ALTER TABLE fuzz_stats ADD COLUMN origin TEXT;"
+	"CREATE UNIQUE INDEX fuzz_stats_origin ON fuzz_stats(origin);",
 };
 
 void store_seterr(char *err, size_t errlen, const char *fmt, ...)

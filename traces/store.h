@@ -22,7 +22,7 @@
 #include <stdio.h>
 
 /* The schema version this code writes and understands. */
-#define STORE_VERSION 7
+#define STORE_VERSION 8
 
 struct store;
 
@@ -32,6 +32,23 @@ int store_open(const char *path, struct store **out, char *err, size_t errlen);
 /* The same, but a missing file is an error ("PATH: no such trace database")
  * and is not created. */
 int store_open_existing(const char *path, struct store **out, char *err, size_t errlen);
+
+/* ---- Merging stores (store_merge.c; btrsim merge) ---- */
+
+struct store_merge_stats {
+	int64_t runs, runs_there;           /* runs added, runs already in the store */
+	int64_t campaigns, workloads, states, violations, findings, fuzz_stats, raid_campaigns;
+};
+/* Adds everything of the store at in_path (which must be of this schema
+ * version: it is read, never changed) to s: campaigns, runs with their IO
+ * log, results, crash states, fault hits and violations, workloads and
+ * payloads (the same text or bytes stored once), fuzzing findings (one per
+ * harness and stack) and statistics, RAID fault campaigns.  Ids are
+ * renumbered; each merged row keeps where it first came from (origin), so a
+ * store merged twice, or two stores holding the same merged rows, add
+ * nothing the second time.  One transaction: all of it or nothing. */
+int store_merge(struct store *s, const char *in_path, struct store_merge_stats *st, char *err,
+		size_t errlen);
 
 /* ---- Recording a run ---- */
 

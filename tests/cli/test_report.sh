@@ -229,9 +229,9 @@ err_has 'foreign.db: not a btrsim trace database'
 err_lines 1
 cmp -s "$T/foreign.db" "$T/foreign.orig" || fail "the foreign database was changed"
 done_check
-sq "$T/v7.db" 'PRAGMA user_version = 7; CREATE TABLE runs (id INTEGER PRIMARY KEY);'
-run report-v7-without-tables 1 "$BTRSIM" report --db "$T/v7.db" -o "$T/x"
-err_has 'v7.db: not a btrsim trace database of version 7 \(no such table: '
+sq "$T/v8.db" 'PRAGMA user_version = 8; CREATE TABLE runs (id INTEGER PRIMARY KEY);'
+run report-v8-without-tables 1 "$BTRSIM" report --db "$T/v8.db" -o "$T/x"
+err_has 'v8.db: not a btrsim trace database of version 8 \(no such table: '
 err_lines 1
 done_check
 sq "$T/new.db" 'PRAGMA user_version = 99'
@@ -269,7 +269,7 @@ grep -q 'No coverage data' "$T/rep-v1/index.html" || fail "no 'no coverage data'
 for f in fuzz-execs.svg fuzz-findings.svg fault-points.svg verdicts-per-epoch.svg coverage.svg; do
 	[ -e "$T/rep-v1/$f" ] && fail "a stale $f is left"
 done
-[ "$(sq "$T/v1.db" 'PRAGMA user_version')" = 7 ] || fail "not migrated"
+[ "$(sq "$T/v1.db" 'PRAGMA user_version')" = 8 ] || fail "not migrated"
 done_check
 
 : >"$T/afile"

@@ -32,7 +32,7 @@ done_check
 
 if command -v sqlite3 >/dev/null 2>&1; then
 	run store-version 0 sq "$db" 'PRAGMA user_version'
-	out_has '^7$'
+	out_has '^8$'
 	done_check
 	run store-wal 0 sq "$db" 'PRAGMA journal_mode'
 	out_has '^wal$'
@@ -46,7 +46,7 @@ if command -v sqlite3 >/dev/null 2>&1; then
 
 	sq "$T/new.db" 'PRAGMA user_version = 99' >/dev/null
 	run store-newer-version 1 "$BTRSIM" runs --db "$T/new.db"
-	err_has 'version 99 is newer than this btrsim knows \(7\)'
+	err_has 'version 99 is newer than this btrsim knows \(8\)'
 	err_lines 1
 	done_check
 	run store-newer-version-explore 1 "$BTRSIM" explore --db "$T/new.db" "$T/w.wl"
@@ -74,7 +74,7 @@ SQL
 	out_has '^1 +explore +2026-01-01T00:00:00Z +- +abcdef012345 +1 +0 +3 +0$'
 	done_check
 	run store-migrated-version 0 sq "$T/v1.db" 'PRAGMA user_version; SELECT count(*) FROM crash_states'
-	out_has '^7$'
+	out_has '^8$'
 	out_has '^0$'
 	done_check
 	run store-v1-run-not-replayable 1 "$BTRSIM" replay --db "$T/v1.db" 1
