@@ -93,7 +93,7 @@ FUZZ_MKSEED := $(B)/fuzz/fuzz-mkseed
 VERSION := $(shell cat VERSION)
 GIT_ID  := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 
-.PHONY: all cmd build deps test run bench asan coverage clean help difftest mutants FORCE \
+.PHONY: all cmd build deps test run bench asan coverage clean help difftest mutants cluster-test FORCE \
 	kernel-campaign \
 	fuzz fuzz-bins fuzz-seeds fuzz-run
 .DEFAULT_GOAL := all
@@ -114,6 +114,7 @@ help:
 	@echo "                 CORPUS=DIR: a fuzz corpus too (seeds, AFL++ queue or output; HARNESS=NAME or NAME:DIR)"
 	@echo "                 COVERAGE_TESTS=0: the corpus alone, without the test suite"
 	@echo "make bench       benchmarks (release build), ratios against memcpy"
+	@echo "make cluster-test a one-node Slurm cluster: campaign and AFL++ arrays, merged"
 	@echo "make difftest    long differential campaign against the kernel [SEEDS=50 OPS=5000]"
 	@echo "make kernel-campaign  the seq-N campaign on the running kernel's btrfs (root, FUSE,"
 	@echo "                 loop devices) [KERNEL_SEQ=1 KERNEL_LIMIT= KERNEL_DB=traces/btrsim.db]"
@@ -218,6 +219,13 @@ difftest: deps
 	@$(MAKE) --no-print-directory all
 	@BTRSIM=build/release/btrsim DIFF_SEEDS="$$(seq 1 $(SEEDS))" DIFF_OPS=$(OPS) \
 		sh tests/interop/test_write.sh
+
+# A one-node Slurm cluster (mk/cluster.sh) running a 4-task campaign array and
+# a 2-task AFL++ array, merged (tests/interop/test_cluster.sh; make test runs it too).
+cluster-test: deps
+	@$(MAKE) --no-print-directory MODE=debug build
+	@$(MAKE) --no-print-directory MODE=afl B=build/afl fuzz-bins
+	@BTRSIM=build/debug/btrsim sh tests/interop/test_cluster.sh
 
 # ---- Fuzzing (fuzz/README.md) -----------------------------------------------
 # The AFL++ builds go to FUZZ_B (plain) and FUZZ_ASAN_B (ASan+UBSan); crashes

@@ -45,6 +45,9 @@ static const char usage_text[] =
 	"  --reflink           random workloads include clone, clone-range and dedupe\n"
 	"  --shard I/N         only workloads I, I+N, I+2N, ... (to split a campaign\n"
 	"                      across processes or machines; 0 <= I < N)\n"
+	"  --shard auto        the shard of this task of a Slurm array job: I from\n"
+	"                      SLURM_ARRAY_TASK_ID less SLURM_ARRAY_TASK_MIN, N from\n"
+	"                      SLURM_ARRAY_TASK_COUNT (traces/slurm/campaign.sbatch)\n"
 	"  --limit N           stop after N workloads\n"
 	"  --db FILE           record into the trace database FILE (created when missing)\n"
 	"  --report FILE       write the campaign's report (Markdown) to FILE; needs --db\n"
@@ -80,6 +83,37 @@ static int shard_arg(const char *arg, unsigned *i, unsigned *n)
 	return 0;
 }
 
+/* --shard auto: this Slurm array task's shard; 0, or -1 with why. */
+static int slurm_shard(unsigned *i, unsigned *n, char *why, size_t len)
+{
+	const char *id = getenv("SLURM_ARRAY_TASK_ID"), *cnt = getenv("SLURM_ARRAY_TASK_COUNT");
+	const char *min = getenv("SLURM_ARRAY_TASK_MIN");
+	if (!id || !cnt) {
+		snprintf(why, len, "--shard auto needs SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT "
+			 "(it runs as a task of a Slurm array job)");
+		return -1;
+	}
+	char *end;
+	errno = 0;
+	unsigned long t = strtoul(id, &end, 10), lo = 0, c;
+	bool bad = errno || end == id || *end;
+	if (min && *min) {
+		lo = strtoul(min, &end, 10);
+		bad = bad || *end || lo > t;
+	}
+	c = strtoul(cnt, &end, 10);
+	bad = bad || *end || c == 0 || c > 1000000 || t - lo >= c;
+	if (bad) {
+		snprintf(why, len, "--shard auto: SLURM_ARRAY_TASK_ID=%s, SLURM_ARRAY_TASK_MIN=%s, "
+			 "SLURM_ARRAY_TASK_COUNT=%s make no shard (an array of consecutive ids: --array=0-N)",
+			 id, min ? min : "", cnt);
+		return -1;
+	}
+	*i = (unsigned)(t - lo);
+	*n = (unsigned)c;
+	return 0;
+}
+
 static int write_report(struct store *s, const char *db, int64_t id, const char *path, char *err,
 			size_t errlen)
 {
@@ -98,6 +132,7 @@ static int write_report(struct store *s, const char *db, int64_t id, const char 
 
 static int cmd_campaign(int argc, char **argv)
 {
+	bool shard_auto = false;
 	static const struct option opts[] = {
 		EXPLORE_LONG_OPTS,
 		{ "seq", required_argument, NULL, 'S' },    { "ops", required_argument, NULL, 'O' },
@@ -147,7 +182,13 @@ static int cmd_campaign(int argc, char **argv)
 			break;
 		case 'l': c.limit = v; break;
 		case 'I':
-			if (shard_arg(optarg, &c.shard, &c.shards))
+			if (!strcmp(optarg, "auto")) {
+				char why[256];
+				if (slurm_shard(&c.shard, &c.shards, why, sizeof(why)))
+					return cli_usage_error(&cli_cmd_campaign, "%s", why);
+				printf("shard %u/%u (this Slurm array task)\n", c.shard, c.shards);
+				shard_auto = true;
+			} else if (shard_arg(optarg, &c.shard, &c.shards))
 				return cli_usage_error(&cli_cmd_campaign, "--shard takes I/N with 0 <= I < N, not '%s'",
 						       optarg);
 			break;
@@ -196,6 +237,14 @@ static int cmd_campaign(int argc, char **argv)
 	c.ro.faults = ce.faults_text;
 	c.progress = cli_progress_stream(quiet);
 	char *args = cli_args_text(argc, argv);
+	if (args && shard_auto) { /* the command line as given, and the shard it meant */
+		size_t l = strlen(args) + 48;
+		char *with = malloc(l);
+		if (with)
+			snprintf(with, l, "%s (shard %u/%u)", args, c.shard, c.shards);
+		free(args);
+		args = with;
+	}
 	c.args = args;
 	if (db && store_open(db, &c.ro.store, err, sizeof(err))) {
 		free(args);

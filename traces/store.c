@@ -181,8 +181,8 @@ static const char *const migrations[STORE_VERSION] = {
 	"ALTER TABLE violations ADD COLUMN script TEXT;", /* a kernel run's shell script */
 	/* 6 -> 7: an application's checker (explore --check) and its time
 	 * limit: a replay runs it again in the same states. */
-	"ALTER TABLE runs ADD COLUMN check_cmd TEXT;"
-	"ALTER TABLE runs ADD COLUMN check_timeout_ms INTEGER;",
+	("ALTER TABLE runs ADD COLUMN check_cmd TEXT;"
+	 "ALTER TABLE runs ADD COLUMN check_timeout_ms INTEGER;"),
 	/* 7 -> 8: stores merged into one (btrsim merge, store_merge.c): each
 	 * store's own id, and where merged rows came from (origin: the first
 	 * store's id and the row's id there, the same through every later
