@@ -43,7 +43,7 @@ CFLAGS  := $(BASE_CFLAGS) $(MODE_CFLAGS_$(MODE)) $(EXTRA_CFLAGS)
 LDFLAGS := $(MODE_LDFLAGS_$(MODE)) $(EXTRA_LDFLAGS)
 # libfuse3: the kernel target's FUSE-served disks (traces/kernel_disks.c) and the FUSE mount of ref (traces/fmount*.c).
 FUSE_CFLAGS := $(shell pkg-config --cflags fuse3 2>/dev/null || echo -I/usr/include/fuse3)
-LIBS := -lisal -lz -llzo2 -lzstd -lsodium -lxxhash -lsqlite3 -lfiu -lfuse3 -lpthread -lm
+LIBS := -lisal -lz -llzo2 -lzstd -lsodium -lcrypto -lxxhash -lsqlite3 -lfiu -lfuse3 -lpthread -lm
 $(B)/traces/kernel_disks.o $(patsubst %.c,$(B)/%.o,$(wildcard traces/fmount*.c)): CFLAGS += $(FUSE_CFLAGS)
 
 # faults/gate.c (the fault points' switch) goes into the sim library, the bottom

@@ -6,7 +6,7 @@ set -eu
 PKGS="pkg-config clang lld-14 libsqlite3-dev sqlite3 zlib1g-dev libfiu-dev fiu-utils afl++ lcov
 libisal-dev libzstd-dev liblzo2-dev libxxhash-dev libcriterion-dev btrfs-progs linux-libc-dev
 util-linux libsodium-dev libfuse3-dev fuse3 attr acl bc chromium python3 e2fsprogs btrfs-compsize duperemove
-xfsprogs git rsync fio slurm-wlm munge"
+xfsprogs git rsync fio slurm-wlm munge libssl-dev"
 
 # How long to wait for another apt-get or dpkg (unattended-upgrades, a
 # second make deps) to let go of the dpkg lock before giving up.

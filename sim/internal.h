@@ -68,6 +68,7 @@ struct sim_volume {
 	uint64_t sim_time_ns;
 	uint64_t next_seq;
 	bool recording;
+	bool nolog; /* requests not logged nor their data hashed (sim_volume_set_log) */
 	struct sim_io *log;
 	size_t nlog, log_cap;
 	struct payload_chunk **chunks;

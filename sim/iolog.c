@@ -35,6 +35,10 @@ static uint8_t *payload_alloc(sim_volume *vol, size_t len)
 
 int log_append(sim_volume *vol, struct sim_io *io, const void *payload, size_t len)
 {
+	if (vol->nolog) {
+		io->payload = NULL;
+		return 0;
+	}
 	if (sim_grow(&vol->log, &vol->log_cap, vol->nlog + 1, sizeof(*vol->log)))
 		return sim_fail(vol, ENOMEM, "out of memory for the IO log");
 	io->payload = NULL;
@@ -82,6 +86,11 @@ const struct sim_io *sim_volume_log(const sim_volume *vol, size_t *n)
 void sim_volume_set_recording(sim_volume *vol, bool on)
 {
 	vol->recording = on;
+}
+
+void sim_volume_set_log(sim_volume *vol, bool on)
+{
+	vol->nolog = !on;
 }
 
 void sim_volume_set_log_sink(sim_volume *vol, sim_log_sink sink, void *ctx)

@@ -278,6 +278,10 @@ struct sim_io {
 const struct sim_io *sim_volume_log(const sim_volume *vol, size_t *n);
 void sim_volume_log_clear(sim_volume *vol);
 void sim_volume_set_recording(sim_volume *vol, bool on);
+/* Off: requests are not logged at all, nor their data hashed for the log
+ * (sim_volume_log stays as it was); for a throw-away volume whose requests
+ * nobody reads, a crash state being judged.  On by default; clones inherit it. */
+void sim_volume_set_log(sim_volume *vol, bool on);
 /* Called for every entry as it is appended (after it is stored). */
 typedef void (*sim_log_sink)(void *ctx, const struct sim_io *io);
 void sim_volume_set_log_sink(sim_volume *vol, sim_log_sink sink, void *ctx);

@@ -111,6 +111,7 @@ int sim_volume_clone(sim_volume *vol, sim_volume **out)
 	c->sim_time_ns = vol->sim_time_ns;
 	c->next_seq = vol->next_seq;
 	c->recording = vol->recording;
+	c->nolog = vol->nolog;
 	int r = 0;
 	if (vol->nfaults) {
 		if (sim_grow(&c->faults, &c->faults_cap, vol->nfaults, sizeof(*c->faults)))

@@ -398,6 +398,8 @@ static enum explore_verdict crash_with(struct ex *x, sim_volume *cursor, size_t 
 	sim_volume *v = crashed(cursor, p, c, nc, why, whylen);
 	if (!v)
 		return EXPLORE_MOUNT;
+	if (!x->kern) /* nobody reads a judged state's requests */
+		sim_volume_set_log(v, false);
 	enum explore_verdict verdict = (x->kern ? kernel_judge : explore_judge)(
 		x, v, point, state_damaged(x, p, c, nc), why, whylen);
 	sim_volume_close(v);
@@ -694,6 +696,8 @@ static int explore_log(struct ex *x, sim_volume *base, const struct sim_io *log,
 	if (sim_volume_clone(base, &cursor))
 		return fail(err, errlen, ENOMEM, "%s", "cloning the volume failed");
 	sim_volume_set_recording(cursor, false);
+	if (!x->kern) /* the replay's own requests: nobody reads them */
+		sim_volume_set_log(cursor, false);
 	int r = 0;
 	size_t from = first;
 	size_t skip = wl_setup_ops(x->w) > x->o->skip_ops ? wl_setup_ops(x->w) : x->o->skip_ops;

@@ -10,6 +10,8 @@
 
 #include "ref/ref.h"
 
+#include "traces/sha256.h"
+
 #include <sodium.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -20,14 +22,21 @@
  * blocks with their offsets, then the size. */
 #define MF_BLOCK 4096u
 struct mf_hash {
-	crypto_hash_sha256_state st;
+	dg_sha256 st;
 	uint64_t pos;
 	unsigned char block[MF_BLOCK];
+	/* What sha256 is to take, kept while small (manifest_hash.c: the
+	 * digests of streams seen before are found by their XXH3 instead). */
+	unsigned char *buf;
+	size_t len, cap;
+	bool streaming; /* too large to keep: fed to sha256 as it comes */
 };
 void mf_hash_init(struct mf_hash *h);
 void mf_hash_data(struct mf_hash *h, const unsigned char *p, size_t n);
 void mf_hash_zeros(struct mf_hash *h, uint64_t n); /* a hole: n zero bytes, not read */
 void mf_hash_final(struct mf_hash *h, unsigned char out[crypto_hash_sha256_BYTES]);
+/* A hash given up (an error before mf_hash_final). */
+void mf_hash_drop(struct mf_hash *h);
 
 /* An xattr of the object being described (name and value raw bytes). */
 struct mf_xattr {

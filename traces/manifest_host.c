@@ -142,6 +142,7 @@ static int hash_file(struct hwalk *w, const char *hpath, const char *path,
 			if (n <= 0) {
 				int e = n < 0 ? errno : EIO;
 				close(fd);
+				mf_hash_drop(&h);
 				return hfail(w, path, e);
 			}
 			mf_hash_data(&h, w->buf, (size_t)n);

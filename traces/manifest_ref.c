@@ -44,11 +44,10 @@ static int add_xattr(void *ctx, const char *name, size_t nlen, const uint8_t *va
  * read, so a file of 2^63 bytes with one byte written costs what its extents
  * cost; the digest is the same as for every byte read, since zeros read and
  * zeros fed hash alike.  The last MiB, and files that small, are read whole. */
-static int hash_file(struct rwalk *w, const struct ref_ino *ino, uint64_t size, const char *path,
-		     unsigned char out[crypto_hash_sha256_BYTES])
+static int hash_into(struct rwalk *w, const struct ref_ino *ino, uint64_t size, const char *path,
+		     struct mf_hash *hp)
 {
-	struct mf_hash h;
-	mf_hash_init(&h);
+#define h (*hp)
 	uint64_t data_end = 0; /* [off, data_end) is to be read */
 	for (uint64_t off = 0; off < size;) {
 		if (off >= data_end) {
@@ -82,8 +81,21 @@ static int hash_file(struct rwalk *w, const struct ref_ino *ino, uint64_t size, 
 		mf_hash_data(&h, w->buf, (size_t)n);
 		off += (uint64_t)n;
 	}
-	mf_hash_final(&h, out);
 	return 0;
+#undef h
+}
+
+static int hash_file(struct rwalk *w, const struct ref_ino *ino, uint64_t size, const char *path,
+		     unsigned char out[crypto_hash_sha256_BYTES])
+{
+	struct mf_hash h;
+	mf_hash_init(&h);
+	int r = hash_into(w, ino, size, path, &h);
+	if (r)
+		mf_hash_drop(&h);
+	else
+		mf_hash_final(&h, out);
+	return r;
 }
 
 static int rwalk_dir(struct rwalk *w, const struct ref_ino *dir, const char *path, int depth);

@@ -42,6 +42,7 @@
 #include "traces/manifest.h"
 #include "traces/model.h"
 #include "traces/model_internal.h"
+#include "traces/sha256.h"
 
 #include <errno.h>
 #include <sodium.h>
@@ -529,8 +530,8 @@ static bool block_zero(const unsigned char *p)
  * the blocks an extent touches can hold anything but zeros. */
 static void file_digest(const struct minode *f, unsigned char out[crypto_hash_sha256_BYTES])
 {
-	crypto_hash_sha256_state st;
-	crypto_hash_sha256_init(&st);
+	dg_sha256 st;
+	dg_sha256_init(&st);
 	unsigned char blk[BLK], le[8];
 	uint64_t next_block = 0; /* blocks below it are done */
 	size_t e = 0;		 /* extents before it end in done blocks */
@@ -552,14 +553,14 @@ static void file_digest(const struct minode *f, unsigned char out[crypto_hash_sh
 			e++;
 		if (!block_zero(blk)) {
 			put_le64(le, base);
-			crypto_hash_sha256_update(&st, le, sizeof(le));
-			crypto_hash_sha256_update(&st, blk, BLK);
+			dg_sha256_update(&st, le, sizeof(le));
+			dg_sha256_update(&st, blk, BLK);
 		}
 		next_block = b + 1;
 	}
 	put_le64(le, f->size);
-	crypto_hash_sha256_update(&st, le, sizeof(le));
-	crypto_hash_sha256_final(&st, out);
+	dg_sha256_update(&st, le, sizeof(le));
+	dg_sha256_final(&st, out);
 }
 
 /* The digest of f, computed once and kept (NULL when out of memory). */
