@@ -182,6 +182,7 @@ bench: deps
 	@sh bench/bench_dedupe.sh build/release/btrsim $(BENCH_DEDUPE_MIB)
 	@sh bench/bench_explore.sh build/release/btrsim
 	@sh bench/bench_mount.sh build/release $(BENCH_MOUNT_MIB) $(BENCH_MOUNT_FILES)
+	@sh bench/bench_merge.sh build/release/btrsim
 	@sh bench/bench_kernel.sh build/release/btrsim
 	@$(MAKE) --no-print-directory MODE=afl B=$(FUZZ_B) fuzz-bins && sh bench/bench_fuzz.sh $(FUZZ_B)
 
