@@ -159,8 +159,11 @@ static int open_path(const struct wl_host *h, const char *path, int flags, mode_
 	return fd;
 }
 
+/* write (generated data, in chunks) and pwrite (the op's own bytes). */
 static int do_write(const struct wl_host *h, const struct wl_op *op, char *err, size_t errlen)
 {
+	bool given = op->kind == WL_PWRITE;
+	uint64_t len = given ? op->vlen : op->len;
 	int sync = op->flags & WL_WRITE_SYNC ? O_SYNC : op->flags & WL_WRITE_DSYNC ? O_DSYNC : 0;
 	int fd = open_path(h, op->path, O_WRONLY | sync, 0, err, errlen);
 	if (fd < 0)
@@ -168,12 +171,12 @@ static int do_write(const struct wl_host *h, const struct wl_op *op, char *err, 
 	/* One pwrite(2) of the whole range would be refused by rw_verify_area
 	 * (EINVAL) when it starts or ends past 2^63 - 1: say so before any chunk
 	 * is written. */
-	if (op->off > (uint64_t)INT64_MAX || op->len > (uint64_t)INT64_MAX - op->off) {
+	if (op->off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - op->off) {
 		close(fd);
 		return fail(err, errlen, "pwrite (offset + length past 2^63 - 1)", -EINVAL);
 	}
-	size_t chunk = op->len < WRITE_CHUNK ? (size_t)op->len : WRITE_CHUNK;
-	uint8_t one, *buf = chunk ? malloc(chunk) : &one;
+	size_t chunk = given ? (size_t)len : len < WRITE_CHUNK ? (size_t)len : WRITE_CHUNK;
+	uint8_t one, *buf = given || !chunk ? &one : malloc(chunk);
 	if (!buf) {
 		close(fd);
 		return fail(err, errlen, "write buffer", -ENOMEM);
@@ -181,9 +184,11 @@ static int do_write(const struct wl_host *h, const struct wl_op *op, char *err, 
 	int r = 0;
 	uint64_t done = 0;
 	do { /* at least one pwrite, also for a length of 0 */
-		size_t n = op->len - done < chunk ? (size_t)(op->len - done) : chunk;
-		wl_write_content(op->seed, op->flags, op->off + done, buf, n);
-		ssize_t w = pwrite(fd, buf, n, (off_t)(op->off + done));
+		size_t n = len - done < chunk ? (size_t)(len - done) : chunk;
+		const uint8_t *src = !given ? buf : done ? op->value + done : op->value;
+		if (!given)
+			wl_write_content(op->seed, op->flags, op->off + done, buf, n);
+		ssize_t w = pwrite(fd, src, n, (off_t)(op->off + done));
 		if (w < 0) {
 			r = fail(err, errlen, "pwrite", -errno);
 			break;
@@ -193,38 +198,9 @@ static int do_write(const struct wl_host *h, const struct wl_op *op, char *err, 
 			break;
 		}
 		done += (uint64_t)w;
-	} while (done < op->len);
+	} while (done < len);
 	if (buf != &one)
 		free(buf);
-	close(fd);
-	return r;
-}
-
-/* pwrite: the op's bytes in one pwrite(2) (short writes continued). */
-static int do_pwrite(const struct wl_host *h, const struct wl_op *op, char *err, size_t errlen)
-{
-	int sync = op->flags & WL_WRITE_SYNC ? O_SYNC : op->flags & WL_WRITE_DSYNC ? O_DSYNC : 0;
-	int fd = open_path(h, op->path, O_WRONLY | sync, 0, err, errlen);
-	if (fd < 0)
-		return fd;
-	if (op->off > (uint64_t)INT64_MAX || op->vlen > (uint64_t)INT64_MAX - op->off) {
-		close(fd);
-		return fail(err, errlen, "pwrite (offset + length past 2^63 - 1)", -EINVAL);
-	}
-	int r = 0;
-	size_t done = 0;
-	do {
-		ssize_t w = pwrite(fd, op->value + done, op->vlen - done, (off_t)(op->off + done));
-		if (w < 0) {
-			r = fail(err, errlen, "pwrite", -errno);
-			break;
-		}
-		if (w == 0 && op->vlen > 0) {
-			r = fail(err, errlen, "pwrite wrote nothing", -EIO);
-			break;
-		}
-		done += (size_t)w;
-	} while (done < op->vlen);
 	close(fd);
 	return r;
 }
@@ -769,9 +745,9 @@ int wl_exec_host(void *host, const struct wl_op *op, char *err, size_t errlen)
 		return 0;
 	}
 	case WL_WRITE:
-		return do_write(h, op, err, errlen);
 	case WL_PWRITE:
-		return do_pwrite(h, op, err, errlen);
+		return do_write(h, op, err, errlen);
+
 	case WL_TRUNCATE:
 		/* truncate(2) refuses a negative length before the lookup */
 		if (op->size > (uint64_t)INT64_MAX)

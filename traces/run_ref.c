@@ -16,22 +16,27 @@
 
 #define WRITE_CHUNK (UINT64_C(64) << 20)
 
-/* A write of generated data, in chunks (each chunk one atomic ref_write).
- * *written: the bytes of the chunks that went in before a failing one (a
- * write that fails part-way leaves them in the file, as a short write(2)
- * followed by a failing one leaves them on Linux). */
+/* A write: generated data in chunks (write; each chunk one atomic
+ * ref_write), or the op's own bytes in one call (pwrite).  *written: the
+ * bytes of the chunks that went in before a failing one (a write that
+ * fails part-way leaves them in the file, as a short write(2) followed by
+ * a failing one leaves them on Linux). */
 static int write_data(ref_fs *fs, const struct wl_op *op, uint64_t *written)
 {
-	size_t chunk = op->len < WRITE_CHUNK ? (size_t)op->len : (size_t)WRITE_CHUNK;
-	uint8_t *buf = malloc(chunk ? chunk : 1);
-	if (!buf)
+	bool given = op->kind == WL_PWRITE;
+	uint64_t len = given ? op->vlen : op->len;
+	size_t chunk = given ? (size_t)len : len < WRITE_CHUNK ? (size_t)len : (size_t)WRITE_CHUNK;
+	uint8_t *buf = given ? NULL : malloc(chunk ? chunk : 1);
+	if (!given && !buf)
 		return -ENOMEM;
 	int r = 0;
 	uint64_t done = 0;
 	do {
-		size_t n = op->len - done < chunk ? (size_t)(op->len - done) : chunk;
-		wl_write_content(op->seed, op->flags, op->off + done, buf, n);
-		ssize_t w = ref_write(fs, op->path, buf, n, op->off + done);
+		size_t n = len - done < chunk ? (size_t)(len - done) : chunk;
+		const uint8_t *src = !given ? buf : done ? op->value + done : op->value;
+		if (!given)
+			wl_write_content(op->seed, op->flags, op->off + done, buf, n);
+		ssize_t w = ref_write(fs, op->path, src, n, op->off + done);
 		r = w < 0 ? (int)w : 0;
 		if (!r)
 			done += n;
@@ -41,7 +46,7 @@ static int write_data(ref_fs *fs, const struct wl_op *op, uint64_t *written)
 			r = ref_fsync(fs, op->path);
 		else if (!r && n && (op->flags & WL_WRITE_DSYNC))
 			r = ref_fdatasync(fs, op->path);
-	} while (!r && done < op->len);
+	} while (!r && done < len);
 	free(buf);
 	*written = done;
 	return r;
@@ -62,20 +67,8 @@ int wl_exec_ref_partial(void *target, const struct wl_op *op, uint64_t *written,
 	switch (op->kind) {
 	case WL_MKDIR: r = ref_mkdir(fs, op->path, op->mode); break;
 	case WL_CREATE: r = ref_create(fs, op->path, op->mode); break;
-	case WL_WRITE: r = write_data(fs, op, written); break;
-	case WL_PWRITE: {
-		/* one pwrite(2) of the bytes (whole or not at all in ref), then
-		 * the sync of O_SYNC / O_DSYNC */
-		ssize_t w = ref_write(fs, op->path, op->value, op->vlen, op->off);
-		r = w < 0 ? (int)w : 0;
-		if (!r)
-			*written = op->vlen;
-		if (!r && op->vlen && (op->flags & WL_WRITE_SYNC))
-			r = ref_fsync(fs, op->path);
-		else if (!r && op->vlen && (op->flags & WL_WRITE_DSYNC))
-			r = ref_fdatasync(fs, op->path);
-		break;
-	}
+	case WL_WRITE:
+	case WL_PWRITE: r = write_data(fs, op, written); break;
 	case WL_TRUNCATE: r = ref_truncate(fs, op->path, op->size); break;
 	case WL_FALLOCATE: r = ref_fallocate(fs, op->path, op->flags, op->off, op->len); break;
 	case WL_LINK: r = ref_link(fs, op->path, op->path2); break;
