@@ -1,10 +1,12 @@
 /* blockmap.c - copy-on-write radix tree of refcounted sector blocks (see blockmap.h). */
 #include "blockmap.h"
+#include "rng.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <xxhash.h>
 
 #define BM_SHIFT 9
 #define BM_FANOUT (1u << BM_SHIFT)
@@ -69,6 +71,7 @@ struct sim_block *sim_block_new(const void *src, size_t size)
 		b->size = (uint32_t)size;
 	}
 	b->refs = 1;
+	b->hashed = 0;
 	memcpy(b->data, src, size);
 	return b;
 }
@@ -101,6 +104,53 @@ static void node_put(struct bm_node *n, unsigned level)
 	free(n);
 }
 
+/* ---- The digest ---- */
+
+/* What slot idx holding b adds to the digest (nothing for no bytes). */
+static void slot_term(uint64_t idx, struct sim_block *b, uint64_t t[2])
+{
+	t[0] = t[1] = 0;
+	if (!b || b == SIM_BLOCK_ZERO)
+		return;
+	if (!b->hashed) {
+		XXH128_hash_t h = XXH3_128bits(b->data, b->size);
+		b->hash[0] = h.low64;
+		b->hash[1] = h.high64;
+		b->hashed = 1;
+	}
+	t[0] = sim_mix64(b->hash[0] ^ (idx * UINT64_C(0x9e3779b97f4a7c15)));
+	t[1] = sim_mix64(b->hash[1] + (idx + 1) * UINT64_C(0xc2b2ae3d27d4eb4f));
+}
+
+static void digest_swap(struct blockmap *bm, uint64_t idx, struct sim_block *old,
+			struct sim_block *b)
+{
+	uint64_t t[2];
+	slot_term(idx, old, t);
+	bm->digest[0] -= t[0];
+	bm->digest[1] -= t[1];
+	slot_term(idx, b, t);
+	bm->digest[0] += t[0];
+	bm->digest[1] += t[1];
+}
+
+static int add_run(void *ctx, uint64_t first, struct sim_block *const *blk, uint32_t n)
+{
+	struct blockmap *bm = ctx;
+	for (uint32_t i = 0; i < n; i++)
+		digest_swap(bm, first + i, NULL, blk[i]);
+	return 0;
+}
+
+void bm_digest_start(struct blockmap *bm)
+{
+	if (bm->digested)
+		return;
+	bm->digest[0] = bm->digest[1] = 0;
+	bm_foreach_run(bm, add_run, bm);
+	bm->digested = true;
+}
+
 int bm_init(struct blockmap *bm, uint64_t nslots)
 {
 	unsigned depth = 1;
@@ -110,6 +160,8 @@ int bm_init(struct blockmap *bm, uint64_t nslots)
 	bm->depth = depth;
 	bm->nslots = nslots;
 	bm->nset = 0;
+	bm->digested = false;
+	bm->digest[0] = bm->digest[1] = 0;
 	return 0;
 }
 
@@ -118,6 +170,7 @@ void bm_free(struct blockmap *bm)
 	node_put(bm->root, bm->depth);
 	bm->root = NULL;
 	bm->nset = 0;
+	bm->digest[0] = bm->digest[1] = 0;
 }
 
 void bm_reset(struct blockmap *bm)
@@ -191,6 +244,8 @@ int bm_set(struct blockmap *bm, uint64_t idx, struct sim_block *b)
 		unsigned i = slot_index(idx, level);
 		if (level == 1) {
 			struct sim_block *old = n->slot[i];
+			if (bm->digested)
+				digest_swap(bm, idx, old, b);
 			n->slot[i] = b;
 			bm->nset += (b != NULL) - (old != NULL);
 			sim_block_put(old);

@@ -10,13 +10,16 @@
 #ifndef BTRSIM_SIM_BLOCKMAP_H
 #define BTRSIM_SIM_BLOCKMAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 struct sim_block {
 	uint32_t refs;
-	uint32_t size; /* bytes of data */
-	uint64_t pad;  /* keeps data 16-byte aligned */
+	uint32_t size;    /* bytes of data */
+	uint64_t hashed;  /* hash holds XXH3-128 of data (computed when a digest
+			   * first needs it: blocks never change) */
+	uint64_t hash[2]; /* (the header keeps data 16-byte aligned) */
 	uint8_t data[];
 };
 
@@ -44,6 +47,15 @@ struct blockmap {
 	unsigned depth;    /* levels of nodes; capacity is 2^(BM_SHIFT*depth) */
 	uint64_t nslots;
 	uint64_t nset;     /* slots holding a block (SIM_BLOCK_ZERO included) */
+	/* With `digested` (bm_digest_start), a digest of the content: over
+	 * every slot holding bytes (not SIM_BLOCK_ZERO), a pseudo-random
+	 * function of its number and its bytes' hash, summed (in each 64-bit
+	 * half), so that bm_set keeps it in two steps, whatever the map's
+	 * size.  Maps with equal bytes have equal digests, and maps whose
+	 * digests are equal hold equal bytes, but for a chance near 2^-128 (an
+	 * empty slot and a slot holding zeros count as different). */
+	bool digested;
+	uint64_t digest[2];
 };
 
 int bm_init(struct blockmap *bm, uint64_t nslots);
@@ -56,6 +68,9 @@ struct sim_block *bm_get(const struct blockmap *bm, uint64_t idx);
 /* Stores b (the map takes over one reference the caller holds; NULL clears).
  * Returns 0 or -ENOMEM, in which case the caller keeps its reference. */
 int bm_set(struct blockmap *bm, uint64_t idx, struct sim_block *b);
+/* Starts keeping bm's digest (a walk of every slot, hashing the blocks
+ * whose hash is not known yet); clones inherit it. */
+void bm_digest_start(struct blockmap *bm);
 /* The first set slot at or after idx, or UINT64_MAX. */
 uint64_t bm_next(const struct blockmap *bm, uint64_t idx);
 

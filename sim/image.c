@@ -1,4 +1,4 @@
-/* image.c - the durable media as a whole: save as a sparse image, compare, hash. */
+/* image.c - the disks as a whole: save as a sparse image, compare, hash, identify. */
 #include "internal.h"
 
 #include <errno.h>
@@ -119,5 +119,46 @@ int sim_disk_durable_cmp(sim_volume *a, unsigned da, sim_volume *b, unsigned db)
 	}
 	free(bx);
 	free(by);
+	return r;
+}
+
+int sim_volume_track_content(sim_volume *vol)
+{
+	for (unsigned i = 0; i < vol->ndisks; i++) {
+		if (vol->disk[i].fd >= 0)
+			return -ENOTSUP;
+		bm_digest_start(&vol->disk[i].media);
+		bm_digest_start(&vol->disk[i].cache);
+	}
+	return 0;
+}
+
+int sim_volume_content_id(sim_volume *vol, uint64_t id[2])
+{
+	if (vol->nfaults)
+		return -ENOTSUP;
+	XXH3_state_t *st = XXH3_createState();
+	if (!st)
+		return sim_fail(vol, ENOMEM, "out of memory");
+	XXH3_128bits_reset(st);
+	int r = 0;
+	for (unsigned i = 0; i < vol->ndisks && !r; i++) {
+		struct sim_disk *d = &vol->disk[i];
+		if (d->fd >= 0 || !d->media.digested || !d->cache.digested) {
+			r = -ENOTSUP;
+			break;
+		}
+		uint64_t rec[10] = { i, d->size, d->sector_size, d->lost, d->read_only, d->nlatent,
+				     d->media.digest[0], d->media.digest[1], d->cache.digest[0],
+				     d->cache.digest[1] };
+		XXH3_128bits_update(st, rec, sizeof(rec));
+		XXH3_128bits_update(st, d->latent, d->nlatent * sizeof(*d->latent));
+	}
+	if (!r) {
+		XXH128_hash_t h = XXH3_128bits_digest(st);
+		id[0] = h.low64;
+		id[1] = h.high64;
+	}
+	XXH3_freeState(st);
 	return r;
 }

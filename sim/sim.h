@@ -311,5 +311,16 @@ int sim_disk_save_image(sim_volume *vol, unsigned disk, const char *path);
 int sim_disk_durable_cmp(sim_volume *a, unsigned da, sim_volume *b, unsigned db);
 /* XXH3-64 over the durable media (zeros included), for quick comparison. */
 int sim_disk_durable_hash(sim_volume *vol, unsigned disk, uint64_t *hash);
+/* A 128-bit identity of what every read of the volume returns now: each
+ * disk's size, sector size, loss, read-only mode, latent sectors and the
+ * bytes of its media and cache, digested as they change (blockmap.h) once
+ * sim_volume_track_content has started it (clones made after inherit it):
+ * no read of the data.  Equal identities mean equal reads, but for a chance
+ * near 2^-128, and so equal outcomes of a deterministic program run on the
+ * volumes.  -ENOTSUP when there is none: not tracked, a disk backed by an
+ * image file, or faults armed (reads may then depend on more than the
+ * bytes). */
+int sim_volume_track_content(sim_volume *vol);
+int sim_volume_content_id(sim_volume *vol, uint64_t id[2]);
 
 #endif

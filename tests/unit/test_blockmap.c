@@ -330,3 +330,62 @@ Test(blockmap, empty_map_and_depth)
 	t_empty_map();
 	t_depth_covers_the_slots();
 }
+
+/* The digest kept by bm_set through clones equals one taken afresh, and
+ * follows the bytes: equal bytes in other blocks, equal digest. */
+static void digest_of(struct blockmap *bm, uint64_t out[2])
+{
+	struct blockmap fresh;
+	bm_clone(&fresh, bm);
+	fresh.digested = false;
+	bm_digest_start(&fresh);
+	out[0] = fresh.digest[0];
+	out[1] = fresh.digest[1];
+	bm_free(&fresh);
+}
+
+Test(blockmap, digest_follows_the_bytes)
+{
+	struct blockmap a, b;
+	bm_init(&a, UINT64_C(1) << 20);
+	bm_init(&b, UINT64_C(1) << 20);
+	bm_digest_start(&a);
+	bm_digest_start(&b);
+	cr_assert(!a.digest[0] && !a.digest[1], "an empty map digests to zero");
+	struct sim_rng r;
+	sim_rng_seed(&r, 7);
+	/* a random history on a, then its clone c changed and changed back */
+	for (int i = 0; i < 3000; i++) {
+		uint64_t idx = sim_rng_next(&r) % 70000;
+		uint64_t v = sim_rng_next(&r) % 5;
+		bm_set(&a, idx, v == 0 ? NULL : v == 1 ? SIM_BLOCK_ZERO : blk((uint8_t)v, 512));
+	}
+	uint64_t d[2];
+	digest_of(&a, d);
+	cr_assert(d[0] == a.digest[0] && d[1] == a.digest[1], "kept equals afresh");
+	struct blockmap c;
+	bm_clone(&c, &a);
+	bm_set(&c, 12345, blk(9, 512));
+	cr_assert(c.digest[0] != a.digest[0] || c.digest[1] != a.digest[1]);
+	struct sim_block *old = bm_get(&a, 12345);
+	bm_set(&c, 12345, old && old != SIM_BLOCK_ZERO ? blk(old->data[0], 512) : sim_block_get(old));
+	cr_assert(c.digest[0] == a.digest[0] && c.digest[1] == a.digest[1],
+		  "the same bytes back in a new block: the same digest");
+	/* b gets a's slots in reverse order, each as a new block */
+	for (uint64_t idx = 70000; idx-- > 0;) {
+		struct sim_block *x = bm_get(&a, idx);
+		if (x)
+			bm_set(&b, idx, x == SIM_BLOCK_ZERO ? x : blk(x->data[0], 512));
+	}
+	cr_assert(b.digest[0] == a.digest[0] && b.digest[1] == a.digest[1]);
+	/* one slot moved: different */
+	bm_set(&b, 70001, blk(1, 512));
+	cr_assert(b.digest[0] != a.digest[0] || b.digest[1] != a.digest[1]);
+	bm_set(&b, 70001, NULL);
+	cr_assert(b.digest[0] == a.digest[0] && b.digest[1] == a.digest[1]);
+	bm_reset(&c);
+	cr_assert(!c.digest[0] && !c.digest[1]);
+	bm_free(&a);
+	bm_free(&b);
+	bm_free(&c);
+}
