@@ -3,7 +3,9 @@
 # build), and the cost of recording into the trace store:
 #   explore  btrsim explore on bench/workloads/explore-small.wl, best of 3;
 #   seq-1    the whole seq-1 campaign (198 workloads);
-#   seq-2    the first 400 workloads of seq-2 (a slice: the whole takes ~20 min);
+#   seq-2    the first 400 workloads of seq-2 (a slice: the whole takes ~20 min),
+#            with the memo of judged states (the default) and with --no-memo,
+#            side by side: how much judging a state's disks once saves;
 #   record   seq-1 with --db (a fresh database) against seq-1 without, side by
 #            side, best of 3 each: the overhead of the IO log, payloads, results
 #            and crash states;
@@ -20,7 +22,7 @@ T=$(mktemp -d)
 . "$(dirname "$0")/../mk/progress.sh"
 trap 'progress_clear; rm -rf "$T"' EXIT
 progress_init bench_explore
-STEPS=17
+STEPS=18
 step=0
 
 rate() { sed -n 's/.*crash states (\([0-9]*\)\/s).*/\1/p' | tail -n 1; }
@@ -47,7 +49,16 @@ progress_steps $step $STEPS "seq-2 campaign, first 400 workloads"
 line=$(taskset -c 0 "$B" campaign --seq 2 --limit 400 -q 2>/dev/null | grep ' workloads, ')
 step=$((step + 1))
 progress_echo "seq-2 (first 400 workloads): $line"
-progress_echo "seq-2: $(echo "$line" | rate) crash states/s on one core (goal >= 1000)"
+memo=$(echo "$line" | rate)
+progress_echo "seq-2: $memo crash states/s on one core (goal >= 1000)"
+progress_steps $step $STEPS "seq-2 campaign, first 400 workloads, --no-memo"
+line=$(taskset -c 0 "$B" campaign --seq 2 --limit 400 -q --no-memo 2>/dev/null | grep ' workloads, ')
+step=$((step + 1))
+nomemo=$(echo "$line" | rate)
+progress_echo "seq-2 --no-memo: $line"
+if [ -n "$memo" ] && [ -n "$nomemo" ] && [ "$nomemo" -gt 0 ]; then
+	progress_echo "seq-2: memo $memo, --no-memo $nomemo states/s: $(echo "scale=2; $memo / $nomemo" | bc)x"
+fi
 
 off=999999
 on=999999

@@ -268,6 +268,7 @@ static int cmd_campaign(int argc, char **argv)
 	if (res.detected)
 		printf(", %zu states with injected damage detected", res.detected);
 	printf(" in %.1f s\n", res.seconds);
+	cli_explore_print_memo(res.cached);
 	if (res.degraded_states)
 		printf("%zu states judged again with a disk lost, %zu of them unreadable (the write hole)\n",
 		       res.degraded_states, res.write_hole);

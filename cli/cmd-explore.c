@@ -152,7 +152,7 @@ static int cmd_explore(int argc, char **argv)
 	       res->violations == 1 ? "" : "s");
 	if (res->detected)
 		printf(", %zu with injected damage detected", res->detected);
-	if (res->cached)
+	if (res->cached && ce.o.target == EXPLORE_KERNEL)
 		printf(", %zu judged by an earlier state with the same disks", res->cached);
 	if (res->hangs)
 		printf(", %zu hang%s", res->hangs, res->hangs == 1 ? "" : "s");
@@ -163,6 +163,8 @@ static int cmd_explore(int argc, char **argv)
 		printf("; %zu states with a disk lost, %zu of them unreadable (the write hole)",
 		       res->degraded_states, res->write_hole);
 	printf("\n");
+	if (ce.o.target == EXPLORE_REF)
+		cli_explore_print_memo(res->cached);
 	if (out.run_id)
 		printf("recorded as run %lld in %s\n", (long long)out.run_id, db);
 	if (r == 1) {

@@ -6,6 +6,7 @@
 #include "traces/kernel.h"
 
 #include <linux/btrfs_tree.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,6 +105,7 @@ int cli_explore_opt(struct cli_explore *ce, const struct cli_cmd *cmd, int c, co
 		ce->o.kernel_jobs = (unsigned)v;
 		ce->kernel_only = "--jobs";
 		return 0;
+	case EXPLORE_OPT_NO_MEMO: ce->no_memo = true; return 0;
 	default: return -1;
 	}
 }
@@ -153,15 +155,20 @@ int cli_explore_load(struct cli_explore *ce, char *err, size_t errlen)
 				      "--target kernel");
 		return -1;
 	}
-	if (!ce->faults_path)
-		return 0;
-	if (fault_plan_parse_file(ce->faults_path, &ce->plan, err, errlen))
-		return -1;
-	if (fault_plan_format(ce->plan, &ce->faults_text)) {
+	if (ce->faults_path) {
+		if (fault_plan_parse_file(ce->faults_path, &ce->plan, err, errlen))
+			return -1;
+		if (fault_plan_format(ce->plan, &ce->faults_text)) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		ce->o.faults = ce->plan;
+	}
+	if (ce->o.target == EXPLORE_REF && !ce->no_memo &&
+	    !(ce->o.memo = explore_memo_new(EXPLORE_MEMO_BUDGET))) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	ce->o.faults = ce->plan;
 	return 0;
 }
 
@@ -172,4 +179,13 @@ void cli_explore_free(struct cli_explore *ce)
 	ce->faults_text = NULL;
 	ce->plan = NULL;
 	ce->o.faults = NULL;
+	explore_memo_free(ce->o.memo);
+	ce->o.memo = NULL;
+}
+
+void cli_explore_print_memo(size_t cached)
+{
+	if (cached)
+		printf("%zu states had the disks of an earlier state: judged on what ref found there "
+		       "(--no-memo: each afresh)\n", cached);
 }

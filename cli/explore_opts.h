@@ -56,6 +56,10 @@
 	"                      mount with the kernel's compress= / compress-force=\n" \
 	"                      (zlib, lzo, zstd; in place of a workload's\n" \
 	"                      mount-options header; stored with the workload)\n" \
+	"  --no-memo           judge every crash state afresh (default: a state whose\n" \
+	"                      disks an earlier state had, block for block, takes what\n" \
+	"                      ref found there: its mount, check and tree; the verdict\n" \
+	"                      is still made for its own crash point)\n" \
 	"  --quota             quota groups on: each workload starts with quota-enable\n" \
 	"                      (campaign --seq: as the setup's first op), so that every\n" \
 	"                      crash state's group numbers are checked against a recount\n"
@@ -73,6 +77,7 @@
 #define EXPLORE_OPT_DISK_MODE 0x108
 #define EXPLORE_OPT_TIMEOUT 0x109
 #define EXPLORE_OPT_JOBS 0x10a
+#define EXPLORE_OPT_NO_MEMO 0x10b
 
 #define EXPLORE_LONG_OPTS \
 	{ "max-subset", required_argument, NULL, 'k' }, { "samples", required_argument, NULL, 'n' }, \
@@ -89,7 +94,8 @@
 	{ "mount-options", required_argument, NULL, EXPLORE_OPT_MOUNT_OPTIONS }, \
 	{ "disk-mode", required_argument, NULL, EXPLORE_OPT_DISK_MODE }, \
 	{ "timeout", required_argument, NULL, EXPLORE_OPT_TIMEOUT }, \
-	{ "jobs", required_argument, NULL, EXPLORE_OPT_JOBS }
+	{ "jobs", required_argument, NULL, EXPLORE_OPT_JOBS }, \
+	{ "no-memo", no_argument, NULL, EXPLORE_OPT_NO_MEMO }
 
 struct cli_explore {
 	struct explore_opts o;
@@ -102,6 +108,7 @@ struct cli_explore {
 	bool mount_set;
 	const char *kernel_only;  /* the last option given that needs --target kernel */
 	bool subset_set, samples_set; /* --max-subset, --samples given */
+	bool no_memo;             /* --no-memo; else cli_explore_load makes o.memo */
 };
 
 void cli_explore_init(struct cli_explore *ce);
@@ -115,9 +122,12 @@ int cli_explore_opt(struct cli_explore *ce, const struct cli_cmd *cmd, int c, co
 int cli_explore_quota(const struct cli_explore *ce, struct wl_workload *w);
 /* With --compress / --compress-force: w's header takes those options. */
 void cli_explore_mount(const struct cli_explore *ce, struct wl_workload *w);
-/* After the options: applies --profile, loads the fault plan.  0 or -1 with
- * a message. */
+/* After the options: applies --profile, loads the fault plan, makes the
+ * memo of judged states (ref's target, unless --no-memo).  0 or -1 with a
+ * message. */
 int cli_explore_load(struct cli_explore *ce, char *err, size_t errlen);
 void cli_explore_free(struct cli_explore *ce);
+/* The line telling how many states the memo answered (none when 0). */
+void cli_explore_print_memo(size_t cached);
 
 #endif

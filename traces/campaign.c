@@ -79,6 +79,7 @@ static int one_run(struct camp *k, const struct wl_workload *w, const struct exp
 	} else {
 		k->res->states += out.res.states;
 		k->res->detected += out.res.detected;
+		k->res->cached += out.res.cached;
 		k->res->degraded_states += out.res.degraded_states;
 		k->res->write_hole += out.res.write_hole;
 	}

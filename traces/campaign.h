@@ -37,6 +37,7 @@ struct campaign_opts {
 struct campaign_result {
 	size_t workloads, states, violations, detected, failures; /* workloads: runs explored */
 	size_t degraded_states, write_hole; /* --lose-disk: states judged with a disk lost, unreadable */
+	size_t cached;             /* states given what ref found in an earlier state's disks (the memo) */
 	double seconds;
 	int64_t id;                /* the campaign's row, 0 when not stored */
 };

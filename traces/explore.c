@@ -21,6 +21,7 @@
 
 void explore_defaults(struct explore_opts *o)
 {
+	*o = (struct explore_opts){ 0 };
 	o->max_subset = 10;
 	o->samples = 64;
 	o->torn = 4;
@@ -698,6 +699,9 @@ static int explore_log(struct ex *x, sim_volume *base, const struct sim_io *log,
 	sim_volume_set_recording(cursor, false);
 	if (!x->kern) /* the replay's own requests: nobody reads them */
 		sim_volume_set_log(cursor, false);
+	/* Its crash states' content identities, for the memo (explore_judge.c). */
+	if (!x->kern && x->o->memo)
+		sim_volume_track_content(cursor);
 	int r = 0;
 	size_t from = first;
 	size_t skip = wl_setup_ops(x->w) > x->o->skip_ops ? wl_setup_ops(x->w) : x->o->skip_ops;

@@ -118,11 +118,27 @@ struct explore_opts {
 	 * target only.  check_timeout_ms: its time limit (0: none). */
 	const char *check_cmd;
 	unsigned check_timeout_ms;
+	/* What ref found in crash states already judged, by their disks'
+	 * content (explore_memo_new), shared by the runs given it: a state
+	 * whose disks an earlier state had takes that outcome instead of being
+	 * mounted, checked and read again.  The ref target without --check or
+	 * lose_disk; NULL: every state judged afresh. */
+	struct explore_memo *memo;
 	const struct explore_sink *sink; /* NULL: nothing recorded */
 	FILE *log;           /* one line per crash point (NULL: quiet) */
 	FILE *progress;      /* a progress line rewritten in place (NULL: none) */
 };
+/* Every option at its default (those in parentheses above; the rest zero, NULL, false). */
 void explore_defaults(struct explore_opts *o);
+
+/* A memo of judged crash states (explore_memo.c) holding at most about
+ * `budget` bytes (the least recently used outcomes dropped first); NULL
+ * when out of memory.  hits and misses: lookups so far. */
+struct explore_memo;
+struct explore_memo *explore_memo_new(size_t budget);
+void explore_memo_free(struct explore_memo *m);
+void explore_memo_counts(const struct explore_memo *m, size_t *hits, size_t *misses);
+#define EXPLORE_MEMO_BUDGET (UINT64_C(64) << 20)
 /* The disks' sector under o: 4096, but 512 for the kernel target's tearing
  * disks (kernel.h, KDISK_TEAR). */
 uint32_t explore_sector_size(const struct explore_opts *o);

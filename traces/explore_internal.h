@@ -135,6 +135,28 @@ char *explore_describe_ref(ref_fs *fs, char *why, size_t whylen);
 /* Whether a mount, check or read failure's text shows damage that checksums
  * or the device caught (csum, checksum, EIO, no valid superblock). */
 bool explore_detected(const char *text);
+/* What a crash state's disks alone say when ref judges them (explore_judge.c),
+ * the part of a judgement explore_memo.c keeps: ref's mount failing, its
+ * check's errors, quota numbers marked stale, the tree not reading, or the
+ * tree (and, when asked, the subvolumes) it shows. */
+enum judged_kind { JUDGED_MOUNT, JUDGED_CHECK, JUDGED_QUOTA, JUDGED_READ, JUDGED_TREE };
+struct judged {
+	enum judged_kind kind;
+	bool detected;  /* the failure's full text names checksums or EIO (explore_detected) */
+	char *why;      /* MOUNT, READ: the error; CHECK: the report's ERROR lines */
+	char *text;     /* TREE: explore_describe_ref's description */
+	bool has_subv;  /* TREE: the subvolumes were read: */
+	char *subv;     /* their lines, or NULL with */
+	char *subv_err; /* why they did not read */
+};
+void judged_free(struct judged *j);
+/* The outcome kept for content identity id, or NULL (one kept without
+ * subvolumes does not answer need_subv).  Valid until the next put. */
+const struct judged *explore_memo_get(struct explore_memo *m, const uint64_t id[2],
+				      bool need_subv);
+/* Keeps *j (its strings become the memo's, *j is emptied) under id,
+ * replacing what was there. */
+void explore_memo_put(struct explore_memo *m, const uint64_t id[2], struct judged *j);
 /* btrsim check of fs: its error count (or -errno), the report in *report
  * (malloc'd, or NULL when out of memory). */
 long explore_ref_check(ref_fs *fs, char **report);

@@ -290,11 +290,6 @@ long explore_ref_check(ref_fs *fs, char **report)
 	return errors;
 }
 
-static char *ref_subvols(void *fs, char *err, size_t errlen)
-{
-	return describe_subvols(fs, err, errlen);
-}
-
 enum explore_verdict explore_legal(const struct ex *x, size_t point, const char *text,
 				   char *(*subvols)(void *ctx, char *err, size_t errlen), void *ctx,
 				   bool damaged, char *why, size_t whylen)
@@ -358,12 +353,12 @@ enum explore_verdict explore_legal(const struct ex *x, size_t point, const char 
 	return verdict;
 }
 
-enum explore_verdict explore_judge(const struct ex *x, sim_volume *v, size_t point, bool damaged,
-				   char *why, size_t whylen)
+/* What v's disks alone say (struct judged): ref mounts it as the kernel
+ * would, btrsim check checks it, and the tree (with need_subv, the
+ * subvolumes too) is read.  0, or -ENOMEM. */
+static int judge_disks(sim_volume *v, bool need_subv, struct judged *j)
 {
-	/* Damage is excused only in a state that holds some: the same checksum
-	 * error without it is ref's own fault. */
-	damaged = damaged && x->sim_faults;
+	memset(j, 0, sizeof(*j));
 	char err[512];
 	ref_fs *fs;
 	/* No usebackuproot: as the kernel, ref must not show an older state than
@@ -375,33 +370,100 @@ enum explore_verdict explore_judge(const struct ex *x, sim_volume *v, size_t poi
 	/* (a disk a finished device removal wiped is no device: a spare) */
 	struct ref_open_opts oo = { .super_mirror = 0, .spares = true };
 	if (ref_open(v, &oo, &fs, err, sizeof(err))) {
-		snprintf(why, whylen, "the file system does not mount: %s", err);
-		return damaged && explore_detected(err) ? EXPLORE_DETECTED : EXPLORE_MOUNT;
+		j->kind = JUDGED_MOUNT;
+		j->detected = explore_detected(err);
+		return (j->why = strdup(err)) ? 0 : -ENOMEM;
 	}
 	char *report = NULL;
 	long errors = explore_ref_check(fs, &report);
-	enum explore_verdict verdict = EXPLORE_OK;
+	int r = 0;
 	if (errors != 0) {
-		error_lines(report, why, whylen);
-		verdict = damaged && explore_detected(report) ? EXPLORE_DETECTED : EXPLORE_CHECK;
+		char lines[4096];
+		error_lines(report, lines, sizeof(lines));
+		j->kind = JUDGED_CHECK;
+		j->detected = explore_detected(report);
+		r = (j->why = strdup(lines)) ? 0 : -ENOMEM;
 	} else if (quota_stale(fs)) {
-		snprintf(why, whylen, "quota groups are marked inconsistent: ref's accounting lost "
-				      "track of them (a number would have gone below zero)");
-		verdict = EXPLORE_CHECK;
+		j->kind = JUDGED_QUOTA;
+	} else if (!(j->text = explore_describe_ref(fs, err, sizeof(err)))) {
+		j->kind = JUDGED_READ;
+		j->detected = explore_detected(err);
+		r = (j->why = strdup(err)) ? 0 : -ENOMEM;
 	} else {
-		char *text = explore_describe_ref(fs, err, sizeof(err));
-		if (!text) {
-			snprintf(why, whylen, "reading the recovered tree: %s", err);
-			verdict = damaged && explore_detected(err) ? EXPLORE_DETECTED : EXPLORE_READ;
-		} else {
-			verdict = explore_legal(x, point, text, ref_subvols, fs, damaged, why, whylen);
-			if (verdict == EXPLORE_OK && x->app)
-				verdict = explore_check_app(x, v, point, text, why, whylen);
+		j->kind = JUDGED_TREE;
+		if (need_subv) {
+			char sverr[512] = "";
+			j->has_subv = true;
+			if (!(j->subv = describe_subvols(fs, sverr, sizeof(sverr))))
+				r = (j->subv_err = strdup(sverr[0] ? sverr : "out of memory")) ? 0 : -ENOMEM;
 		}
-		free(text);
 	}
 	free(report);
 	ref_close(fs);
+	return r;
+}
+
+static char *judged_subvols(void *ctx, char *err, size_t errlen)
+{
+	const struct judged *j = ctx;
+	char *s = j->subv ? strdup(j->subv) : NULL;
+	if (!s)
+		snprintf(err, errlen, "%s", j->subv ? "out of memory" : j->subv_err);
+	return s;
+}
+
+/* The verdict on what a state's disks said, at crash point `point`. */
+static enum explore_verdict verdict_of(const struct ex *x, const struct judged *j, size_t point,
+				       bool damaged, char *why, size_t whylen)
+{
+	switch (j->kind) {
+	case JUDGED_MOUNT:
+		snprintf(why, whylen, "the file system does not mount: %s", j->why);
+		return damaged && j->detected ? EXPLORE_DETECTED : EXPLORE_MOUNT;
+	case JUDGED_CHECK:
+		snprintf(why, whylen, "%s", j->why);
+		return damaged && j->detected ? EXPLORE_DETECTED : EXPLORE_CHECK;
+	case JUDGED_QUOTA:
+		snprintf(why, whylen, "quota groups are marked inconsistent: ref's accounting lost "
+				      "track of them (a number would have gone below zero)");
+		return EXPLORE_CHECK;
+	case JUDGED_READ:
+		snprintf(why, whylen, "reading the recovered tree: %s", j->why);
+		return damaged && j->detected ? EXPLORE_DETECTED : EXPLORE_READ;
+	case JUDGED_TREE:
+		break;
+	}
+	return explore_legal(x, point, j->text, judged_subvols, (void *)j, damaged, why, whylen);
+}
+
+enum explore_verdict explore_judge(const struct ex *x, sim_volume *v, size_t point, bool damaged,
+				   char *why, size_t whylen)
+{
+	/* Damage is excused only in a state that holds some: the same checksum
+	 * error without it is ref's own fault. */
+	damaged = damaged && x->sim_faults;
+	/* A checker and the lost disks are judged on v as ref's mount left it
+	 * (its log replayed): those states are judged afresh. */
+	bool need_subv = x->subv != NULL;
+	uint64_t id[2];
+	bool memo = x->o->memo && !x->app && !x->o->lose_disk && sim_volume_content_id(v, id) == 0;
+	const struct judged *kept = memo ? explore_memo_get(x->o->memo, id, need_subv) : NULL;
+	if (kept) {
+		x->res->cached++;
+		return verdict_of(x, kept, point, damaged, why, whylen);
+	}
+	struct judged j;
+	if (judge_disks(v, need_subv, &j)) {
+		judged_free(&j);
+		snprintf(why, whylen, "judging the state: out of memory");
+		return EXPLORE_READ;
+	}
+	enum explore_verdict verdict = verdict_of(x, &j, point, damaged, why, whylen);
+	if (verdict == EXPLORE_OK && x->app)
+		verdict = explore_check_app(x, v, point, j.text, why, whylen);
+	if (memo)
+		explore_memo_put(x->o->memo, id, &j);
+	judged_free(&j);
 	if (verdict == EXPLORE_OK && x->o->lose_disk)
 		verdict = judge_lost_disks(x, v, point, why, whylen);
 	return verdict;
