@@ -122,13 +122,18 @@ int sim_disk_durable_cmp(sim_volume *a, unsigned da, sim_volume *b, unsigned db)
 	return r;
 }
 
-int sim_volume_track_content(sim_volume *vol)
+int sim_volume_track_content(sim_volume *vol, bool on)
 {
 	for (unsigned i = 0; i < vol->ndisks; i++) {
-		if (vol->disk[i].fd >= 0)
+		struct sim_disk *d = &vol->disk[i];
+		if (!on) {
+			d->media.digested = d->cache.digested = false;
+			continue;
+		}
+		if (d->fd >= 0)
 			return -ENOTSUP;
-		bm_digest_start(&vol->disk[i].media);
-		bm_digest_start(&vol->disk[i].cache);
+		bm_digest_start(&d->media);
+		bm_digest_start(&d->cache);
 	}
 	return 0;
 }

@@ -319,8 +319,9 @@ int sim_disk_durable_hash(sim_volume *vol, unsigned disk, uint64_t *hash);
  * near 2^-128, and so equal outcomes of a deterministic program run on the
  * volumes.  -ENOTSUP when there is none: not tracked, a disk backed by an
  * image file, or faults armed (reads may then depend on more than the
- * bytes). */
-int sim_volume_track_content(sim_volume *vol);
+ * bytes).  Tracking costs a hash of each block stored: turn it off (on=false)
+ * for a volume whose identity is no longer asked. */
+int sim_volume_track_content(sim_volume *vol, bool on);
 int sim_volume_content_id(sim_volume *vol, uint64_t id[2]);
 
 #endif

@@ -701,7 +701,7 @@ static int explore_log(struct ex *x, sim_volume *base, const struct sim_io *log,
 		sim_volume_set_log(cursor, false);
 	/* Its crash states' content identities, for the memo (explore_judge.c). */
 	if (!x->kern && x->o->memo)
-		sim_volume_track_content(cursor);
+		sim_volume_track_content(cursor, true);
 	int r = 0;
 	size_t from = first;
 	size_t skip = wl_setup_ops(x->w) > x->o->skip_ops ? wl_setup_ops(x->w) : x->o->skip_ops;

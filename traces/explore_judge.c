@@ -447,6 +447,8 @@ enum explore_verdict explore_judge(const struct ex *x, sim_volume *v, size_t poi
 	bool need_subv = x->subv != NULL;
 	uint64_t id[2];
 	bool memo = x->o->memo && !x->app && !x->o->lose_disk && sim_volume_content_id(v, id) == 0;
+	if (memo) /* (what ref's mount writes need not be hashed) */
+		sim_volume_track_content(v, false);
 	const struct judged *kept = memo ? explore_memo_get(x->o->memo, id, need_subv) : NULL;
 	if (kept) {
 		x->res->cached++;

@@ -19,7 +19,7 @@
 static sim_volume *tracked(unsigned ndisks)
 {
 	sim_volume *v = tu_open(ndisks, DISK, SS, 1);
-	cr_assert_eq(sim_volume_track_content(v), 0);
+	cr_assert_eq(sim_volume_track_content(v, true), 0);
 	return v;
 }
 
@@ -42,7 +42,7 @@ Test(content_id, none_without_tracking_or_with_faults)
 	sim_volume *v = tu_open(1, DISK, SS, 1);
 	uint64_t id[2];
 	cr_assert_eq(sim_volume_content_id(v, id), -ENOTSUP, "not tracked");
-	cr_assert_eq(sim_volume_track_content(v), 0);
+	cr_assert_eq(sim_volume_track_content(v, true), 0);
 	id_of(v, id);
 	struct sim_fault f;
 	char err[256];
@@ -51,6 +51,8 @@ Test(content_id, none_without_tracking_or_with_faults)
 	cr_assert_eq(sim_volume_content_id(v, id), -ENOTSUP, "faults armed");
 	sim_fault_clear(v);
 	id_of(v, id);
+	cr_assert_eq(sim_volume_track_content(v, false), 0);
+	cr_assert_eq(sim_volume_content_id(v, id), -ENOTSUP, "tracking turned off");
 	sim_volume_close(v);
 }
 
@@ -69,7 +71,7 @@ Test(content_id, none_on_an_image_file)
 	sim_volume *v;
 	char err[256];
 	cr_assert_eq(sim_volume_open(&cfg, &v, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(sim_volume_track_content(v), -ENOTSUP);
+	cr_assert_eq(sim_volume_track_content(v, true), -ENOTSUP);
 	uint64_t id[2];
 	cr_assert_eq(sim_volume_content_id(v, id), -ENOTSUP);
 	sim_volume_close(v);
