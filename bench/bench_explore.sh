@@ -31,7 +31,7 @@ secs() { sed -n 's/.* in \([0-9.]*\) s$/\1/p' | tail -n 1; }
 best=0
 for r in 1 2 3; do
 	progress_steps $step $STEPS "explore, round $r of 3"
-	line=$(taskset -c 0 "$B" explore "$W" 2>/dev/null | tail -n 1) || true
+	line=$(taskset -c 0 "$B" explore "$W" 2>/dev/null | grep ' crash states (') || true
 	step=$((step + 1))
 	r=$(echo "$line" | rate)
 	[ -n "$r" ] && [ "$r" -gt "$best" ] && best=$r
@@ -84,7 +84,7 @@ for mode in log notreelog; do
 		progress_steps $step $STEPS "fsync-heavy explore ($mode), round $r of 3"
 		opt=""
 		[ "$mode" = notreelog ] && opt=--notreelog
-		line=$(taskset -c 0 "$B" explore $opt "$WF" 2>/dev/null | tail -n 1) || true
+		line=$(taskset -c 0 "$B" explore $opt "$WF" 2>/dev/null | grep ' crash states (') || true
 		step=$((step + 1))
 		r=$(echo "$line" | rate)
 		[ -n "$r" ] && [ "$r" -gt "$best" ] && best=$r

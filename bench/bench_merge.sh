@@ -8,9 +8,10 @@
 #            workload of each shard explored (about 3,900 in all), each shard's
 #            crash states summed: the slowest shard against the mean (states
 #            are what a workload costs; 1.00 is a perfect split);
-#   seq-3    the first 300 workloads of seq-3 explored: seconds per workload,
-#            and what the whole (its workload count from the enumeration) would
-#            take on one core, and on N nodes of C cores.
+#   seq-3    one shard of seq-3 in 40,000 (439 workloads spread evenly over
+#            the enumeration, as a shard of a cluster run takes them) explored
+#            on one core: seconds per workload, and what the whole (its count
+#            from `campaign --count`) takes on one core and on N nodes of C cores.
 # Usage: bench/bench_merge.sh BTRSIM [RUNS]
 set -u
 B=${1:?usage: bench_merge.sh BTRSIM [RUNS]}
@@ -63,11 +64,12 @@ printf 'bench-merge: seq-2 over 64 shards (each sampled 1 in 16): slowest shard 
 	"$(echo "$sum / ($t1 - $t0)" | bc -l)"
 
 # ---- seq-3 ----
-line=$("$B" campaign --seq 3 --limit 300 --quiet 2>/dev/null | tail -n 1)
+W3=$("$B" campaign --seq 3 --count | sed -n 's/^\([0-9]*\) workloads$/\1/p')
+line=$(taskset -c 0 "$B" campaign --seq 3 --shard 7/40000 --quiet 2>/dev/null | grep ' workloads, ')
 secs=$(echo "$line" | sed -n 's/.* in \([0-9.]*\) s$/\1/p')
-[ -n "$secs" ] || { echo "bench-merge: seq-3 failed: $line"; exit 1; }
-W3=12500000 # seq-3's workloads (traces/README.md, "Bounded workloads")
-per=$(echo "$secs / 300" | bc -l)
-printf 'bench-merge: seq-3: %s; %.3f s per workload: about %.0f core-hours in all, %.1f hours on 16 nodes of 32 cores, %.1f on 64 of 64\n' \
-	"$line" "$per" "$(echo "$per * $W3 / 3600" | bc -l)" "$(echo "$per * $W3 / 3600 / 512" | bc -l)" \
+n=$(echo "$line" | sed -n 's/^\([0-9]*\) workloads, .*/\1/p')
+[ -n "$secs" ] && [ -n "$n" ] && [ -n "$W3" ] || { echo "bench-merge: seq-3 failed: $line"; exit 1; }
+per=$(echo "$secs / $n" | bc -l)
+printf 'bench-merge: seq-3 (%s workloads), shard 7/40000: %s; %.4f s per workload: about %.0f core-hours in all, %.1f hours on 16 nodes of 32 cores, %.2f on 64 of 64\n' \
+	"$W3" "$line" "$per" "$(echo "$per * $W3 / 3600" | bc -l)" "$(echo "$per * $W3 / 3600 / 512" | bc -l)" \
 	"$(echo "$per * $W3 / 3600 / 4096" | bc -l)"

@@ -16,7 +16,7 @@
 static const char usage_text[] =
 	"usage: btrsim campaign [--seq N [--ops SET] [--files SET]] [--random N [--length L]]\n"
 	"                       [--subvol] [--quota] [--defrag] [--reflink]\n"
-	"                       [--shard I/N] [--limit N] [--db FILE] [explore options]\n"
+	"                       [--shard I/N] [--limit N] [--count] [--db FILE] [explore options]\n"
 	"\n"
 	"Explore many workloads, each like 'btrsim explore', and record each as a run\n"
 	"of one campaign in the trace database.\n"
@@ -49,6 +49,8 @@ static const char usage_text[] =
 	"                      SLURM_ARRAY_TASK_ID less SLURM_ARRAY_TASK_MIN, N from\n"
 	"                      SLURM_ARRAY_TASK_COUNT (traces/slurm/campaign.sbatch)\n"
 	"  --limit N           stop after N workloads\n"
+	"  --count             print how many workloads the campaign (this shard, within\n"
+	"                      --limit) would run, and exit: nothing is explored\n"
 	"  --db FILE           record into the trace database FILE (created when missing)\n"
 	"  --report FILE       write the campaign's report (Markdown) to FILE; needs --db\n"
 	"  --no-minimize       report violations as found, without minimizing them\n"
@@ -139,6 +141,7 @@ static int cmd_campaign(int argc, char **argv)
 		{ "files", required_argument, NULL, 'f' },  { "random", required_argument, NULL, 'R' },
 		{ "length", required_argument, NULL, 'L' }, { "shard", required_argument, NULL, 'I' },
 		{ "limit", required_argument, NULL, 'l' },  { "db", required_argument, NULL, 'D' },
+		{ "count", no_argument, NULL, 'C' },
 		{ "no-minimize", no_argument, NULL, 'M' },  { "quiet", no_argument, NULL, 'q' },
 		{ "report", required_argument, NULL, 'P' }, { "subvol", no_argument, NULL, 'V' },
 		{ "defrag", no_argument, NULL, 'G' },       { "reflink", no_argument, NULL, 'Y' },
@@ -181,6 +184,7 @@ static int cmd_campaign(int argc, char **argv)
 			c.random_ops = (size_t)v;
 			break;
 		case 'l': c.limit = v; break;
+		case 'C': c.count_only = true; break;
 		case 'I':
 			if (!strcmp(optarg, "auto")) {
 				char why[256];
@@ -246,6 +250,16 @@ static int cmd_campaign(int argc, char **argv)
 		args = with;
 	}
 	c.args = args;
+	if (c.count_only) {
+		struct campaign_result res;
+		int r = campaign_run(&c, &res, err, sizeof(err));
+		free(args);
+		cli_explore_free(&ce);
+		if (r < 0)
+			return cli_fail(&cli_cmd_campaign, "%s", err);
+		printf("%zu workloads\n", res.workloads);
+		return 0;
+	}
 	if (db && store_open(db, &c.ro.store, err, sizeof(err))) {
 		free(args);
 		cli_explore_free(&ce);

@@ -57,7 +57,7 @@
 	"                      (zlib, lzo, zstd; in place of a workload's\n" \
 	"                      mount-options header; stored with the workload)\n" \
 	"  --no-memo           judge every crash state afresh (default: a state whose\n" \
-	"                      disks an earlier state had, block for block, takes what\n" \
+	"                      disks an earlier state had, byte for byte, takes what\n" \
 	"                      ref found there: its mount, check and tree; the verdict\n" \
 	"                      is still made for its own crash point)\n" \
 	"  --quota             quota groups on: each workload starts with quota-enable\n" \

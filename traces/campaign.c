@@ -242,6 +242,12 @@ int campaign_run(const struct campaign_opts *c, struct campaign_result *res, cha
 		k.total = c->limit;
 	if (c->fault_sweep)
 		k.total *= k.nsweep;
+	if (c->count_only) {
+		res->workloads = k.total;
+		ace_free(a);
+		sweep_free(&k);
+		return 0;
+	}
 	char started[32];
 	record_iso_now(started);
 	if (c->ro.store && store_campaign_begin(c->ro.store, c->args, c->o.seed, c->ro.build, started,

@@ -27,6 +27,7 @@ struct campaign_opts {
 	unsigned shard, shards;    /* run workload i only when i % shards == shard */
 	uint64_t limit;            /* at most this many workloads (0: all) */
 	bool fault_sweep;          /* each fault point in turn (nth=1, nth=4), over every workload */
+	bool count_only;           /* only count the workloads it would run (res->workloads) */
 	struct explore_opts o;     /* for every workload (its sink must be NULL) */
 	struct record_opts ro;     /* store, build, minimize (kind set here) */
 	const char *args;          /* the command line, stored with the campaign */

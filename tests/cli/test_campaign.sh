@@ -60,6 +60,25 @@ run campaign-random 0 "$BTRSIM" campaign --random 3 --length 40 --max-subset 4 -
 out_has '^3 workloads, [0-9]+ crash states \([0-9]+/s\), 0 violations'
 done_check
 
+# --count: what a campaign or one shard of it would run, nothing explored.
+run campaign-count-seq1 0 "$BTRSIM" campaign --seq 1 --count --db "$T/never.db"
+out_has '^222 workloads$'
+[ "$(wc -l <"$OUT")" -eq 1 ] || fail "more than the count: $(cat "$OUT")"
+[ ! -e "$T/never.db" ] || fail "--count touched the store"
+done_check
+run campaign-count-shards 0 true
+sum=0
+for s in 0 1 2 3 4 5 6; do
+	n=$("$BTRSIM" campaign --seq 2 --shard $s/7 --count | sed -n 's/^\([0-9]*\) workloads$/\1/p')
+	sum=$((sum + ${n:-0}))
+done
+all=$("$BTRSIM" campaign --seq 2 --count | sed -n 's/^\([0-9]*\) workloads$/\1/p')
+[ "$sum" -eq "$all" ] && [ "$all" -gt 60000 ] || fail "7 shards count $sum, the whole $all"
+done_check
+run campaign-count-limit 0 "$BTRSIM" campaign --seq 1 --random 10 --limit 5 --count
+out_has '^5 workloads$'
+done_check
+
 run campaign-seq2-slice 0 "$BTRSIM" campaign --seq 2 --ops write,rename --limit 20 --max-subset 3 --samples 2
 out_has '^20 workloads, [0-9]+ crash states .* 0 violations'
 done_check
