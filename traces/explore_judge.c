@@ -442,9 +442,10 @@ enum explore_verdict explore_judge(const struct ex *x, sim_volume *v, size_t poi
 	/* Damage is excused only in a state that holds some: the same checksum
 	 * error without it is ref's own fault. */
 	damaged = damaged && x->sim_faults;
-	/* A checker and the lost disks are judged on v as ref's mount left it
-	 * (its log replayed): those states are judged afresh. */
 	bool need_subv = x->subv != NULL;
+	/* The memo (explore_memo.c) answers by the disks' content.  Not with a
+	 * checker or the lost disks: they judge v as ref's mount left it (its
+	 * log replayed). */
 	uint64_t id[2];
 	bool memo = x->o->memo && !x->app && !x->o->lose_disk && sim_volume_content_id(v, id) == 0;
 	if (memo) /* (what ref's mount writes need not be hashed) */

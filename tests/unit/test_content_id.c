@@ -62,15 +62,9 @@ Test(content_id, none_on_an_image_file)
 	int fd = mkstemp(path);
 	cr_assert(fd >= 0);
 	close(fd);
-	struct sim_volume_config cfg;
-	sim_config_init(&cfg, 1, DISK, 1);
-	cfg.latency = (struct sim_latency){ 0 };
-	cfg.disk[0].sector_size = SS;
-	cfg.disk[0].image_path = path;
-	cfg.disk[0].create = true;
 	sim_volume *v;
 	char err[256];
-	cr_assert_eq(sim_volume_open(&cfg, &v, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(tu_open_image(path, DISK, SS, true, false, &v, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(sim_volume_track_content(v, true), -ENOTSUP);
 	uint64_t id[2];
 	cr_assert_eq(sim_volume_content_id(v, id), -ENOTSUP);

@@ -30,26 +30,12 @@ static void teardown(void)
 
 TestSuite(image, .init = setup, .fini = teardown);
 
-/* A one-disk volume on an image file. */
-static int open_image(const char *path, uint64_t size, uint32_t ss, bool create, bool ro,
-		      sim_volume **out, char *err, size_t errlen)
-{
-	struct sim_volume_config cfg;
-	sim_config_init(&cfg, 1, size, 1);
-	cfg.latency = (struct sim_latency){ 0 };
-	cfg.disk[0].sector_size = ss;
-	cfg.disk[0].image_path = path;
-	cfg.disk[0].create = create;
-	cfg.disk[0].read_only = ro;
-	return sim_volume_open(&cfg, out, err, errlen);
-}
-
 static sim_volume *open_image_ok(const char *path, uint64_t size, uint32_t ss, bool create,
 				 bool ro)
 {
 	char err[256] = "";
 	sim_volume *vol = NULL;
-	int r = open_image(path, size, ss, create, ro, &vol, err, sizeof(err));
+	int r = tu_open_image(path, size, ss, create, ro, &vol, err, sizeof(err));
 	cr_assert_eq(r, 0, "open %s: %d %s", path, r, err);
 	return vol;
 }
@@ -415,20 +401,20 @@ static void t_bad_images_are_refused_and_left_alone(void)
 
 	/* Larger than the disk size asked for. */
 	err[0] = '\0';
-	cr_assert_eq(open_image(path, UINT64_C(1) << 19, SS, false, false, &vol, err, sizeof(err)),
+	cr_assert_eq(tu_open_image(path, UINT64_C(1) << 19, SS, false, false, &vol, err, sizeof(err)),
 		     -EINVAL);
 	cr_assert_null(vol);
 	cr_assert_neq(err[0], '\0');
 	/* A size that is not a multiple of the sector size must not resize the file. */
 	err[0] = '\0';
-	cr_assert_eq(open_image(path, (UINT64_C(1) << 20) + 512, SS, false, false, &vol, err,
+	cr_assert_eq(tu_open_image(path, (UINT64_C(1) << 20) + 512, SS, false, false, &vol, err,
 				sizeof(err)),
 		     -EINVAL);
 	cr_assert_neq(err[0], '\0');
 	cr_assert_eq(stat_of(path).st_size, (off_t)(UINT64_C(1) << 20), "the image was resized");
 	/* A read-only image smaller than the size asked for. */
 	err[0] = '\0';
-	cr_assert_eq(open_image(path, UINT64_C(2) << 20, SS, false, true, &vol, err, sizeof(err)),
+	cr_assert_eq(tu_open_image(path, UINT64_C(2) << 20, SS, false, true, &vol, err, sizeof(err)),
 		     -EINVAL);
 	cr_assert_neq(err[0], '\0');
 	cr_assert_eq(stat_of(path).st_size, (off_t)(UINT64_C(1) << 20));
@@ -441,14 +427,14 @@ static void t_bad_images_are_refused_and_left_alone(void)
 	cr_assert_eq(ftruncate(fd, 1000), 0);
 	close(fd);
 	err[0] = '\0';
-	cr_assert_eq(open_image(empty, 0, 512, false, false, &vol, err, sizeof(err)), -EINVAL);
+	cr_assert_eq(tu_open_image(empty, 0, 512, false, false, &vol, err, sizeof(err)), -EINVAL);
 	cr_assert_neq(err[0], '\0');
 	free(empty);
 
 	/* A missing read-only image. */
 	char *missing = tu_path(dir, "missing.img");
 	err[0] = '\0';
-	cr_assert_eq(open_image(missing, 0, SS, false, true, &vol, err, sizeof(err)), -ENOENT);
+	cr_assert_eq(tu_open_image(missing, 0, SS, false, true, &vol, err, sizeof(err)), -ENOENT);
 	cr_assert_neq(err[0], '\0');
 	free(missing);
 	free(path);

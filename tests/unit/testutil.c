@@ -8,6 +8,19 @@
 #include <string.h>
 #include <unistd.h>
 
+int tu_open_image(const char *path, uint64_t size, uint32_t ss, bool create, bool ro,
+		  sim_volume **out, char *err, size_t errlen)
+{
+	struct sim_volume_config cfg;
+	sim_config_init(&cfg, 1, size, 1);
+	cfg.latency = (struct sim_latency){ 0 };
+	cfg.disk[0].sector_size = ss;
+	cfg.disk[0].image_path = path;
+	cfg.disk[0].create = create;
+	cfg.disk[0].read_only = ro;
+	return sim_volume_open(&cfg, out, err, errlen);
+}
+
 sim_volume *tu_open(unsigned ndisks, uint64_t size, uint32_t sector_size, uint64_t seed)
 {
 	struct sim_volume_config cfg;

@@ -12,6 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A one-disk volume on an image file (sim_volume_open's result). */
+int tu_open_image(const char *path, uint64_t size, uint32_t ss, bool create, bool ro,
+		  sim_volume **out, char *err, size_t errlen);
 /* A memory-backed volume of ndisks equal disks, no latency. */
 sim_volume *tu_open(unsigned ndisks, uint64_t size, uint32_t sector_size, uint64_t seed);
 
