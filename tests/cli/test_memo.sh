@@ -5,7 +5,8 @@
 # --no-memo, and every crash state's verdict and reason, every violation and
 # its minimized reproducer must be the same, on the good build and on
 # deliberately broken ones (make mutants) whose violations span the verdicts
-# (mount, check, read, oracle; the fsync log's promises; subvolumes; quota).
+# (mount, check, read, oracle; the fsync log's promises; subvolumes; quota),
+# and with bit flips injected (detected).
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 
@@ -43,6 +44,14 @@ same() {
 
 same seq2-slice 0 "$BTRSIM" --seq 2 --ops write,rename,link --limit 12 --max-subset 4 --samples 4
 same subvol-quota 0 "$BTRSIM" --seq 1 --subvol --quota --ops snapshot,write --max-subset 4 --samples 4
+# bits flipped in the writes: damage caught by checksums is excused only in
+# the states that hold it (verdict detected)
+same bitflip 0 "$BTRSIM" --random 4 --length 100 --seed 3 --faults "$ROOT/faults/plans/bitflip.plan" \
+	--max-subset 4 --samples 4
+NAME=memo-bitflip-detected
+[ "$(sq "$T/m.db" "select count(*) from crash_states where verdict = 'detected'")" -gt 0 ] ||
+	fail "no state held damage that was caught"
+done_check
 
 mutant_args() {
 	case $1 in
