@@ -133,12 +133,13 @@ void explore_defaults(struct explore_opts *o);
 
 /* A memo of judged crash states (explore_memo.c) holding at most about
  * `budget` bytes (the least recently used outcomes dropped first); NULL
- * when out of memory.  hits and misses: lookups so far. */
+ * when out of memory.  The states it answered are counted in
+ * explore_result.cached. */
 struct explore_memo;
 struct explore_memo *explore_memo_new(size_t budget);
 void explore_memo_free(struct explore_memo *m);
-void explore_memo_counts(const struct explore_memo *m, size_t *hits, size_t *misses);
 #define EXPLORE_MEMO_BUDGET (UINT64_C(64) << 20)
+
 /* The disks' sector under o: 4096, but 512 for the kernel target's tearing
  * disks (kernel.h, KDISK_TEAR). */
 uint32_t explore_sector_size(const struct explore_opts *o);
@@ -152,8 +153,9 @@ struct explore_result {
 	 * RAID5/6 write hole: detected, never wrong). */
 	size_t degraded_states, write_hole;
 	/* The kernel target: states whose mount, walk, unmount or check did
-	 * not finish in time (each also a violation), and states judged by
-	 * the verdict of an earlier state with the same disks. */
+	 * not finish in time (each also a violation).  cached: states judged on
+	 * what an earlier state with the same disks showed (the kernel
+	 * target's own cache, or ref's memo). */
 	size_t hangs, cached;
 	/* explore --check: states the checker ran in, states given the verdict
 	 * of an earlier one with the same tree, and checker runs that hung. */

@@ -29,7 +29,6 @@ struct explore_memo {
 	size_t cap, n; /* buckets (a power of two), entries */
 	size_t bytes, budget;
 	struct memo_ent *newest, *oldest;
-	size_t hits, misses;
 };
 
 void judged_free(struct judged *j)
@@ -67,12 +66,6 @@ void explore_memo_free(struct explore_memo *m)
 	}
 	free(m->tab);
 	free(m);
-}
-
-void explore_memo_counts(const struct explore_memo *m, size_t *hits, size_t *misses)
-{
-	*hits = m ? m->hits : 0;
-	*misses = m ? m->misses : 0;
 }
 
 static struct memo_ent **bucket(struct explore_memo *m, const uint64_t id[2])
@@ -113,11 +106,8 @@ const struct judged *explore_memo_get(struct explore_memo *m, const uint64_t id[
 				      bool need_subv)
 {
 	struct memo_ent *e = *bucket(m, id);
-	if (!e || (need_subv && e->j.kind == JUDGED_TREE && !e->j.has_subv)) {
-		m->misses++;
+	if (!e || (need_subv && e->j.kind == JUDGED_TREE && !e->j.has_subv))
 		return NULL;
-	}
-	m->hits++;
 	unlink_use(m, e);
 	link_newest(m, e);
 	return &e->j;
