@@ -1,7 +1,8 @@
 #!/bin/sh
 # A one-node Slurm cluster (issue 26, `make cluster-test`): mk/cluster.sh
 # starts munge, slurmctld and slurmd from Debian's packages with a slurm.conf
-# generated under the test's directory; traces/slurm/submit.sh runs
+# generated under build/ (build/cluster.XXXXXX, removed at the end: the
+# daemons' keys, sockets, state and logs too); traces/slurm/submit.sh runs
 #   - a 4-task array of a seq-2 slice (campaign --shard auto --limit 5, one
 #     store per task: the first 20 workloads) and the merge job after it: the merged store holds exactly the
 #     runs, crash states, violations and workloads of one process's run of
@@ -22,8 +23,9 @@ if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
 	echo "SKIP cluster: slurm-wlm and munge are not installed (make deps)"
 	exit 0
 fi
-C="$T/cluster"
-trap 'sh "$ROOT/mk/cluster.sh" stop "$C" >/dev/null 2>&1; rm -rf "$T"' EXIT
+mkdir -p "$ROOT/build"
+C=$(mktemp -d "$ROOT/build/cluster.XXXXXX") || { echo "FAIL cluster-start: no directory under build/"; exit 1; }
+trap 'sh "$ROOT/mk/cluster.sh" stop "$C" >/dev/null 2>&1; rm -rf "$C" "$T"' EXIT
 NAME=cluster-start
 BAD=0
 conf=$(sh "$ROOT/mk/cluster.sh" start "$C" 2>"$T/start.err") || fail "mk/cluster.sh start: $(cat "$T/start.err")"
