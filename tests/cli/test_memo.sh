@@ -53,20 +53,12 @@ NAME=memo-bitflip-detected
 	fail "no state held damage that was caught"
 done_check
 
-mutant_args() {
-	case $1 in
-	snap-rw) echo --seq 1 --subvol --ops snapshot ;;
-	qgroup-no-inherit) echo --seq 1 --subvol --quota --ops snapshot ;;
-	log-no-names) echo --seq 1 --ops create,write,fallocate ;;
-	log-no-unlink) echo --seq 1 --ops create,unlink,rename ;;
-	*) echo --seq 1 --limit 40 ;;
-	esac
-}
+. "$(dirname "$0")/mutant_args.sh"
 for name in skip-flush cow-in-place early-reuse snap-rw qgroup-no-inherit log-no-names log-no-unlink; do
 	M="$ROOT/build/mutants/btrsim-$name"
 	if [ ! -x "$M" ]; then
 		echo "SKIP memo-$name: no $M (make mutants builds it; make test does)"
 		continue
 	fi
-	same "$name" 1 "$M" $(mutant_args "$name")
+	same "$name" 1 "$M" $(catch_args "$name")
 done
