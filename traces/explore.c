@@ -697,11 +697,13 @@ static int explore_log(struct ex *x, sim_volume *base, const struct sim_io *log,
 	if (sim_volume_clone(base, &cursor))
 		return fail(err, errlen, ENOMEM, "%s", "cloning the volume failed");
 	sim_volume_set_recording(cursor, false);
-	if (!x->kern) /* the replay's own requests: nobody reads them */
+	if (!x->kern) {
+		/* the replay's own requests: nobody reads them */
 		sim_volume_set_log(cursor, false);
-	/* Its crash states' content identities, for the memo (explore_judge.c). */
-	if (!x->kern && x->o->memo)
-		sim_volume_track_content(cursor, true);
+		/* its crash states' content identities, for the memo (explore_judge.c) */
+		if (x->o->memo)
+			sim_volume_track_content(cursor, true);
+	}
 	int r = 0;
 	size_t from = first;
 	size_t skip = wl_setup_ops(x->w) > x->o->skip_ops ? wl_setup_ops(x->w) : x->o->skip_ops;

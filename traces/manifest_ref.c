@@ -45,9 +45,8 @@ static int add_xattr(void *ctx, const char *name, size_t nlen, const uint8_t *va
  * cost; the digest is the same as for every byte read, since zeros read and
  * zeros fed hash alike.  The last MiB, and files that small, are read whole. */
 static int hash_into(struct rwalk *w, const struct ref_ino *ino, uint64_t size, const char *path,
-		     struct mf_hash *hp)
+		     struct mf_hash *h)
 {
-#define h (*hp)
 	uint64_t data_end = 0; /* [off, data_end) is to be read */
 	for (uint64_t off = 0; off < size;) {
 		if (off >= data_end) {
@@ -60,7 +59,7 @@ static int hash_into(struct rwalk *w, const struct ref_ino *ino, uint64_t size, 
 				   (start < size ? data_end <= start : data_end != size)) {
 				return rfail(path, "the extents do not add up"); /* cannot happen */
 			} else {
-				mf_hash_zeros(&h, start - off);
+				mf_hash_zeros(h, start - off);
 				off = start;
 				continue;
 			}
@@ -78,11 +77,10 @@ static int hash_into(struct rwalk *w, const struct ref_ino *ino, uint64_t size, 
 			return rfail(path, ref_error(w->fs));
 		if (n == 0)
 			return rfail(path, "the data ends before the file's size");
-		mf_hash_data(&h, w->buf, (size_t)n);
+		mf_hash_data(h, w->buf, (size_t)n);
 		off += (uint64_t)n;
 	}
 	return 0;
-#undef h
 }
 
 static int hash_file(struct rwalk *w, const struct ref_ino *ino, uint64_t size, const char *path,

@@ -747,7 +747,6 @@ int wl_exec_host(void *host, const struct wl_op *op, char *err, size_t errlen)
 	case WL_WRITE:
 	case WL_PWRITE:
 		return do_write(h, op, err, errlen);
-
 	case WL_TRUNCATE:
 		/* truncate(2) refuses a negative length before the lookup */
 		if (op->size > (uint64_t)INT64_MAX)
